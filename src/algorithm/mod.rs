@@ -1,0 +1,197 @@
+//! The five limiting algorithms, each a pure function of (state, now, effective rate, cost).
+//!
+//! A check is two steps so that a store can apply several limits all or nothing: [`peek`]
+//! computes the outcome without touching the state, and [`consume`] records the cost once every
+//! limit of the request has passed. Both work in whole microseconds (see [`crate::clock`]).
+
+mod fixed_window;
+mod gcra;
+mod sliding_log;
+mod sliding_window;
+mod token_bucket;
+
+use crate::clock::Micros;
+use serde::{Deserialize, Serialize};
+use std::fmt;
+
+pub use sliding_log::Log;
+
+/// Which algorithm a limit uses.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Algorithm {
+    SlidingLog,
+    SlidingWindow,
+    FixedWindow,
+    TokenBucket,
+    Gcra,
+}
+
+impl Algorithm {
+    pub const ALL: [Algorithm; 5] = [
+        Algorithm::SlidingLog,
+        Algorithm::SlidingWindow,
+        Algorithm::FixedWindow,
+        Algorithm::TokenBucket,
+        Algorithm::Gcra,
+    ];
+
+    pub fn name(self) -> &'static str {
+        match self {
+            Algorithm::SlidingLog => "sliding_log",
+            Algorithm::SlidingWindow => "sliding_window",
+            Algorithm::FixedWindow => "fixed_window",
+            Algorithm::TokenBucket => "token_bucket",
+            Algorithm::Gcra => "gcra",
+        }
+    }
+
+    pub fn from_name(name: &str) -> Option<Self> {
+        Self::ALL.into_iter().find(|a| a.name() == name)
+    }
+
+    /// Whether the reported limit is the burst (bucket capacity) rather than `requests`.
+    pub fn reports_burst(self) -> bool {
+        matches!(self, Algorithm::TokenBucket | Algorithm::Gcra)
+    }
+}
+
+impl fmt::Display for Algorithm {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+/// An effective rate: a limit after scaling, as one check sees it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Rate {
+    pub algorithm: Algorithm,
+    /// Window length in microseconds, at least 1.
+    pub window: Micros,
+    /// Requests per window (0 denies everything).
+    pub requests: u64,
+    /// Bucket capacity for `token_bucket` and `gcra`; ignored by the others.
+    pub burst: u64,
+}
+
+impl Rate {
+    /// The number a client sees as `limit`.
+    pub fn capacity(&self) -> u64 {
+        if self.algorithm.reports_burst() {
+            self.burst
+        } else {
+            self.requests
+        }
+    }
+
+    /// Time between two refilled tokens for the bucket algorithms, rounded up to a whole
+    /// microsecond (so a bucket is never faster than its policy).
+    fn emission_interval(&self) -> Option<Micros> {
+        (self.requests > 0).then(|| self.window.div_ceil(self.requests).max(1))
+    }
+}
+
+/// What one limit says about one request.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Outcome {
+    pub allowed: bool,
+    /// The effective limit (the burst for bucket algorithms).
+    pub limit: u64,
+    /// Quota left: after this request when allowed, unchanged when denied.
+    pub remaining: u64,
+    /// Time until the limit is fully restored if nothing more comes.
+    pub reset_after: Micros,
+    /// Time until this request could pass: 0 when allowed, `None` when it never can at this
+    /// rate (the cost exceeds the limit, or the limit is 0).
+    pub retry_after: Option<Micros>,
+}
+
+/// The stored state of one limit for one key.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum State {
+    Log(Log),
+    SlidingWindow {
+        start: Micros,
+        current: u64,
+        previous: u64,
+    },
+    FixedWindow {
+        start: Micros,
+        count: u64,
+    },
+    TokenBucket {
+        used: u64,
+        last: Micros,
+    },
+    Gcra {
+        tat: Micros,
+    },
+}
+
+impl State {
+    fn algorithm(&self) -> Algorithm {
+        match self {
+            State::Log(_) => Algorithm::SlidingLog,
+            State::SlidingWindow { .. } => Algorithm::SlidingWindow,
+            State::FixedWindow { .. } => Algorithm::FixedWindow,
+            State::TokenBucket { .. } => Algorithm::TokenBucket,
+            State::Gcra { .. } => Algorithm::Gcra,
+        }
+    }
+}
+
+/// The outcome of `cost` at `now` under `rate`, leaving the state untouched.
+///
+/// A state written by another algorithm (the policy changed a limit's algorithm but kept its
+/// name) counts as empty.
+pub fn peek(state: Option<&State>, now: Micros, rate: &Rate, cost: u64) -> Outcome {
+    let state = state.filter(|s| s.algorithm() == rate.algorithm);
+    match rate.algorithm {
+        Algorithm::SlidingLog => sliding_log::peek(as_log(state), now, rate, cost),
+        Algorithm::SlidingWindow => sliding_window::peek(state, now, rate, cost),
+        Algorithm::FixedWindow => fixed_window::peek(state, now, rate, cost),
+        Algorithm::TokenBucket => token_bucket::peek(state, now, rate, cost),
+        Algorithm::Gcra => gcra::peek(state, now, rate, cost),
+    }
+}
+
+/// Records `cost` at `now` (also past the limit: shadow limits count what they let through) and
+/// returns when the state will have fully decayed, so a store can expire it then.
+pub fn consume(state: &mut Option<State>, now: Micros, rate: &Rate, cost: u64) -> Micros {
+    if state
+        .as_ref()
+        .is_some_and(|s| s.algorithm() != rate.algorithm)
+    {
+        *state = None;
+    }
+    match rate.algorithm {
+        Algorithm::SlidingLog => sliding_log::consume(state, now, rate, cost),
+        Algorithm::SlidingWindow => sliding_window::consume(state, now, rate, cost),
+        Algorithm::FixedWindow => fixed_window::consume(state, now, rate, cost),
+        Algorithm::TokenBucket => token_bucket::consume(state, now, rate, cost),
+        Algorithm::Gcra => gcra::consume(state, now, rate, cost),
+    }
+}
+
+fn as_log(state: Option<&State>) -> Option<&Log> {
+    match state {
+        Some(State::Log(log)) => Some(log),
+        _ => None,
+    }
+}
+
+/// The denial of a request that can never pass at this rate.
+fn never(rate: &Rate, remaining: u64, reset_after: Micros) -> Outcome {
+    Outcome {
+        allowed: false,
+        limit: rate.capacity(),
+        remaining,
+        reset_after,
+        retry_after: None,
+    }
+}
+
+/// Start of the epoch-aligned window that holds `now`.
+fn window_start(now: Micros, window: Micros) -> Micros {
+    now - now % window
+}

@@ -1,0 +1,102 @@
+//! `ratewarden serve`: builds the engine from the policy, serves HTTP, reloads the policy, and
+//! shuts down gracefully.
+
+mod reload;
+pub mod shutdown;
+
+use crate::clock::{Clock, SystemClock};
+use crate::engine::{Engine, SubjectHasher};
+use crate::http::{AppState, router};
+use crate::policy::{Policy, PolicyErrors};
+use crate::store::{self, OpenError};
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Duration;
+
+pub use reload::Reloader;
+
+/// What `serve` needs from the command line and environment.
+#[derive(Debug, Clone)]
+pub struct ServeConfig {
+    pub policy: PathBuf,
+    pub listen: SocketAddr,
+    /// `RATEWARDEN_HASH_KEY`; a random per-process key when absent.
+    pub hash_key: Option<String>,
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum ServeError {
+    #[error("policy {path}:\n{errors}")]
+    Policy { path: String, errors: PolicyErrors },
+    #[error(transparent)]
+    Store(#[from] OpenError),
+    #[error("cannot listen on {addr}: {source}")]
+    Listen {
+        addr: SocketAddr,
+        source: std::io::Error,
+    },
+    #[error("server failed: {0}")]
+    Serve(std::io::Error),
+}
+
+/// Hashes subjects with the operator's secret, or a random one with a warning.
+pub fn hasher_from(secret: Option<&str>) -> SubjectHasher {
+    match secret.filter(|s| !s.is_empty()) {
+        Some(secret) => SubjectHasher::from_secret(secret),
+        None => {
+            tracing::warn!(
+                "RATEWARDEN_HASH_KEY is not set: using a random key, so store keys differ between instances and restarts"
+            );
+            SubjectHasher::random()
+        }
+    }
+}
+
+/// Runs the daemon until SIGINT or SIGTERM.
+pub async fn serve(config: ServeConfig) -> Result<(), ServeError> {
+    let policy = Policy::load(&config.policy).map_err(|errors| ServeError::Policy {
+        path: config.policy.display().to_string(),
+        errors,
+    })?;
+    if let Some(model) = &policy.adaptive.anomaly.model {
+        tracing::info!(model = %model.display(), "anomaly scoring is not part of this build yet; limiting without it");
+    }
+    let clock: Arc<dyn Clock> = Arc::new(SystemClock);
+    let store = store::open(&policy.store, clock)?;
+    let engine = Arc::new(Engine::new(
+        policy,
+        store,
+        hasher_from(config.hash_key.as_deref()),
+    ));
+
+    let reloader = Reloader::new(config.policy.clone(), engine.clone());
+    tokio::spawn(reloader.watch());
+    let sweeper = engine.clone();
+    tokio::spawn(async move {
+        let mut tick = tokio::time::interval(Duration::from_secs(1));
+        loop {
+            tick.tick().await;
+            sweeper.store().sweep();
+        }
+    });
+
+    let listener = tokio::net::TcpListener::bind(config.listen)
+        .await
+        .map_err(|source| ServeError::Listen {
+            addr: config.listen,
+            source,
+        })?;
+    let local = listener.local_addr().map_err(ServeError::Serve)?;
+    tracing::info!(%local, policy = %config.policy.display(), "ratewarden listening");
+    let app = router(AppState { engine });
+    axum::serve(
+        listener,
+        app.into_make_service_with_connect_info::<SocketAddr>(),
+    )
+    .with_graceful_shutdown(shutdown::signal())
+    .await
+    .map_err(ServeError::Serve)?;
+    tracing::info!("stopped");
+    Ok(())
+}

@@ -1,0 +1,199 @@
+//! The answer to a check: a value, allowed or denied, with every number the API reports.
+//!
+//! [`Decision::from_applied`] turns the store's per-limit outcomes into one decision: which
+//! limit the client is shown, why a denial happened, and whether a shadow limit would have
+//! denied.
+
+use super::plan::Plan;
+use super::resolve::Resolved;
+use crate::clock::Micros;
+use crate::policy::Limit;
+use crate::store::{Applied, CheckResult};
+use serde::Serialize;
+
+/// Why a request was denied.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Reason {
+    /// A base limit is spent.
+    Quota,
+    /// Only limits shorter than the request's longest limit are spent, and that one has room.
+    Burst,
+    /// It would have passed at load factor 1.0.
+    Load,
+    /// It would have passed without the subject's anomaly factor.
+    Anomaly,
+    /// The store failed and `on_error` (or a full embedded store) denies.
+    StoreUnavailable,
+}
+
+impl Reason {
+    pub fn label(self) -> &'static str {
+        match self {
+            Reason::Quota => "quota",
+            Reason::Burst => "burst",
+            Reason::Load => "load",
+            Reason::Anomaly => "anomaly",
+            Reason::StoreUnavailable => "store_unavailable",
+        }
+    }
+}
+
+#[derive(Debug, Clone)]
+pub struct Decision {
+    pub allowed: bool,
+    /// The effective limit of the headline limit; `None` when no enforced limit applies or
+    /// the store failed open.
+    pub limit: Option<u64>,
+    pub remaining: Option<u64>,
+    pub reset_after: Micros,
+    /// 0 when allowed; `None` when denied and no time can be named.
+    pub retry_after: Option<Micros>,
+    pub reason: Option<Reason>,
+    /// A shadow limit (or the shadowed anomaly factor) would have denied.
+    pub shadow: bool,
+    /// Decided while the store failed.
+    pub degraded: bool,
+    pub scale: f64,
+    pub load_factor: f64,
+    pub abuse_score: Option<f64>,
+    /// Denied because the cost exceeds a base limit: it can never pass.
+    pub cost_exceeds_limit: bool,
+    /// Allowed with 20 % or less of the headline limit left.
+    pub near_limit: bool,
+    /// Indexes into [`Resolved::limits`].
+    pub headline: Option<usize>,
+    pub violated: Vec<usize>,
+    pub shadow_violated: Vec<usize>,
+    pub resolved: Resolved,
+}
+
+impl Decision {
+    pub fn from_applied(plan: &Plan, applied: &Applied) -> Decision {
+        let resolved = &plan.resolved;
+        let checks = &applied.checks;
+        let enforced = |i: &usize| resolved.limit(*i).is_some_and(|l| !l.shadow);
+        let window = |i: usize| resolved.limit(i).map_or(0, Limit::window_micros);
+        let headline = (0..checks.len())
+            .filter(enforced)
+            .min_by_key(|&i| (checks[i].outcome.remaining, window(i)));
+        let violated: Vec<usize> = (0..checks.len())
+            .filter(|i| enforced(i) && !checks[*i].outcome.allowed)
+            .collect();
+        let shadow_violated: Vec<usize> = (0..checks.len())
+            .filter(|i| !enforced(i) && !checks[*i].outcome.allowed)
+            .collect();
+        let head = headline.map(|i| checks[i].outcome);
+        let all_pass_at = |probe: usize| {
+            (0..checks.len())
+                .filter(enforced)
+                .all(|i| checks[i].probes[probe])
+        };
+        let flagged = plan.anomaly_factor != 1.0;
+
+        let mut decision = Decision {
+            allowed: applied.admitted,
+            limit: head.map(|o| o.limit),
+            remaining: head.map(|o| o.remaining),
+            reset_after: head.map_or(0, |o| o.reset_after),
+            retry_after: Some(0),
+            reason: None,
+            shadow: !shadow_violated.is_empty(),
+            degraded: false,
+            scale: plan.reported_scale(),
+            load_factor: plan.load_factor,
+            abuse_score: plan.abuse_score,
+            cost_exceeds_limit: false,
+            near_limit: false,
+            headline,
+            violated: Vec::new(),
+            shadow_violated,
+            resolved: resolved.clone(),
+        };
+        if applied.admitted {
+            decision.shadow |= flagged && !plan.anomaly_enforced && !all_pass_at(1);
+            decision.near_limit = head.is_some_and(|o| o.remaining.saturating_mul(5) <= o.limit);
+            return decision;
+        }
+
+        decision.retry_after = violated
+            .iter()
+            .map(|&i| checks[i].outcome.retry_after)
+            .try_fold(0, |acc, r| r.map(|r| acc.max(r)));
+        let beyond_base = violated.iter().any(|&i| {
+            resolved
+                .limit(i)
+                .is_some_and(|l| plan.cost > l.base_rate().capacity())
+        });
+        let beyond_effective = violated
+            .iter()
+            .any(|&i| checks[i].outcome.retry_after.is_none());
+        decision.reason = Some(if beyond_base {
+            decision.cost_exceeds_limit = true;
+            decision.retry_after = None;
+            Reason::Quota
+        } else if flagged && plan.anomaly_enforced && all_pass_at(1) {
+            Reason::Anomaly
+        } else if plan.load_factor != 1.0 && all_pass_at(0) {
+            Reason::Load
+        } else if beyond_effective {
+            if flagged && plan.anomaly_enforced {
+                Reason::Anomaly
+            } else {
+                Reason::Load
+            }
+        } else {
+            burst_or_quota(checks, &violated, resolved)
+        });
+        decision.violated = violated;
+        decision
+    }
+
+    /// The limits of the request in order (tier first, then endpoint rule).
+    pub fn limit_at(&self, i: usize) -> Option<&Limit> {
+        self.resolved.limit(i)
+    }
+
+    /// The limit the client is shown (`policy`, headers).
+    pub fn headline_limit(&self) -> Option<&Limit> {
+        self.headline.and_then(|i| self.limit_at(i))
+    }
+
+    /// Names of the enforced limits that denied.
+    pub fn violated_names(&self) -> impl Iterator<Item = &str> {
+        self.violated
+            .iter()
+            .filter_map(|&i| self.limit_at(i))
+            .map(|l| l.name.as_str())
+    }
+
+    /// The limit metrics label a decision with: the one that denied (or would have, in
+    /// shadow), else the headline.
+    pub fn deciding_limit(&self) -> Option<&Limit> {
+        self.violated
+            .first()
+            .or(self.shadow_violated.first())
+            .and_then(|&i| self.limit_at(i))
+            .or_else(|| self.headline_limit())
+    }
+
+    pub fn tier_name(&self) -> &str {
+        &self.resolved.tier().name
+    }
+}
+
+/// `burst` when every violated limit is shorter than the request's longest limit (which then
+/// still has room), else `quota`.
+fn burst_or_quota(checks: &[CheckResult], violated: &[usize], resolved: &Resolved) -> Reason {
+    let window = |i: usize| resolved.limit(i).map_or(0, Limit::window_micros);
+    let longest = (0..checks.len())
+        .filter(|&i| resolved.limit(i).is_some_and(|l| !l.shadow))
+        .map(window)
+        .max()
+        .unwrap_or(0);
+    if violated.iter().all(|&i| window(i) < longest) {
+        Reason::Burst
+    } else {
+        Reason::Quota
+    }
+}

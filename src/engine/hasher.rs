@@ -1,0 +1,73 @@
+//! Keyed hashing of subjects: what stores and metrics see instead of user ids and addresses.
+//!
+//! BLAKE3 in keyed mode with a key derived from `RATEWARDEN_HASH_KEY`, so a dump of the store
+//! reveals nothing without the secret, and every daemon with the same secret agrees on keys.
+
+use crate::store::KeyHash;
+use std::net::IpAddr;
+
+const CONTEXT: &str = "ratewarden 2026-11-22 subject keys";
+
+#[derive(Clone)]
+pub struct SubjectHasher {
+    key: [u8; 32],
+}
+
+impl std::fmt::Debug for SubjectHasher {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("SubjectHasher(..)")
+    }
+}
+
+impl SubjectHasher {
+    /// Derives the hashing key from an operator's secret (any non-empty string).
+    pub fn from_secret(secret: &str) -> Self {
+        Self {
+            key: blake3::derive_key(CONTEXT, secret.as_bytes()),
+        }
+    }
+
+    /// A key of this process only: keys then differ between instances.
+    pub fn random() -> Self {
+        let mut key = [0u8; 32];
+        if getrandom::fill(&mut key).is_err() {
+            // No OS randomness: fall back on what differs between processes and runs.
+            let seed = format!("{:?}{}", std::time::SystemTime::now(), std::process::id());
+            key = blake3::derive_key(CONTEXT, seed.as_bytes());
+        }
+        Self { key }
+    }
+
+    fn hash(&self, tag: u8, bytes: &[u8]) -> KeyHash {
+        let mut hasher = blake3::Hasher::new_keyed(&self.key);
+        hasher.update(&[tag]);
+        hasher.update(bytes);
+        let mut first = [0u8; 16];
+        first.copy_from_slice(&hasher.finalize().as_bytes()[..16]);
+        KeyHash(u128::from_le_bytes(first))
+    }
+
+    pub fn user(&self, user: &str) -> KeyHash {
+        self.hash(b'u', user.as_bytes())
+    }
+
+    /// IPv4-mapped IPv6 addresses hash as their IPv4 form: one client, one key.
+    pub fn ip(&self, ip: IpAddr) -> KeyHash {
+        match ip.to_canonical() {
+            IpAddr::V4(v4) => self.hash(b'4', &v4.octets()),
+            IpAddr::V6(v6) => self.hash(b'6', &v6.octets()),
+        }
+    }
+
+    /// A hash for other identifiers (Envoy descriptor values), kept apart from users and IPs.
+    pub fn other(&self, domain: &str, value: &str) -> KeyHash {
+        let mut hasher = blake3::Hasher::new_keyed(&self.key);
+        hasher.update(b"d");
+        hasher.update(&(domain.len() as u64).to_le_bytes());
+        hasher.update(domain.as_bytes());
+        hasher.update(value.as_bytes());
+        let mut first = [0u8; 16];
+        first.copy_from_slice(&hasher.finalize().as_bytes()[..16]);
+        KeyHash(u128::from_le_bytes(first))
+    }
+}

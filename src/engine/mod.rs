@@ -1,0 +1,212 @@
+//! The decision engine: resolves the policy for a request, scales its limits, and asks the
+//! store to apply them all at once.
+//!
+//! It knows nothing of HTTP, gRPC or Redis: adapters hand it a [`CheckRequest`] and get a
+//! [`Decision`] back; the store is whatever [`Store`] it was built with; the scale factors
+//! are read from [`ScaleFactors`], which the control loop writes.
+
+mod decision;
+mod hasher;
+mod plan;
+mod request;
+mod resolve;
+mod scale;
+
+use crate::policy::{OnError, Policy};
+use crate::store::{Applied, Backend, MemoryStore, Store, StoreError};
+use arc_swap::ArcSwap;
+use std::sync::Arc;
+
+pub use decision::{Decision, Reason};
+pub use hasher::SubjectHasher;
+pub use plan::Plan;
+pub use request::{CheckError, CheckRequest, Cost, MAX_COST};
+pub use resolve::Resolved;
+pub use scale::{ScaleFactors, Standing, Thresholds};
+
+/// A batch item the policy cannot decide, with its position.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("requests[{index}]: {error}")]
+pub struct BatchError {
+    pub index: usize,
+    pub error: CheckError,
+}
+
+pub struct Engine<S = Backend> {
+    policy: ArcSwap<Policy>,
+    store: S,
+    /// The per-instance limiter for `on_error: local` (absent when the store is local already).
+    fallback: Option<MemoryStore>,
+    hasher: SubjectHasher,
+    scale: Arc<ScaleFactors>,
+}
+
+impl<S: Store> Engine<S> {
+    pub fn new(policy: Policy, store: S, hasher: SubjectHasher) -> Self {
+        let scale = Arc::new(ScaleFactors::new(Thresholds::from_policy(&policy)));
+        Self {
+            policy: ArcSwap::from_pointee(policy),
+            store,
+            fallback: None,
+            hasher,
+            scale,
+        }
+    }
+
+    /// Sets the per-instance limiter used while the store fails under `on_error: local`.
+    pub fn with_fallback(mut self, fallback: MemoryStore) -> Self {
+        self.fallback = Some(fallback);
+        self
+    }
+
+    pub fn policy(&self) -> Arc<Policy> {
+        self.policy.load_full()
+    }
+
+    /// Swaps in a new policy. Usage stays with limits that keep their names, and the live
+    /// thresholds reset to the file's values (the file is the source of truth).
+    pub fn reload(&self, policy: Policy) {
+        let mut thresholds = Thresholds::from_policy(&policy);
+        thresholds.load_factor_override = None;
+        self.scale.set_thresholds(thresholds);
+        self.policy.store(Arc::new(policy));
+    }
+
+    pub fn scale_factors(&self) -> &Arc<ScaleFactors> {
+        &self.scale
+    }
+
+    pub fn hasher(&self) -> &SubjectHasher {
+        &self.hasher
+    }
+
+    pub fn store(&self) -> &S {
+        &self.store
+    }
+
+    /// Resolves tier, rule, keys and scales for a request.
+    pub fn plan(
+        &self,
+        request: &CheckRequest<'_>,
+        stored_tier: Option<&str>,
+    ) -> Result<Plan, CheckError> {
+        let policy = self.policy.load_full();
+        let tier = match request.tier.or(stored_tier) {
+            Some(name) => policy
+                .tier_index(name)
+                .ok_or_else(|| CheckError::UnknownTier(name.to_owned()))?,
+            None => policy.default_tier,
+        };
+        let resolved = Resolved::new(policy, tier, request.endpoint);
+        let rule = resolved.rule();
+        let ip = match (rule.key, request.ip) {
+            (crate::policy::KeyScope::Ip, Some(ip)) => Some(self.hasher.ip(ip)),
+            (crate::policy::KeyScope::Ip, None) if !rule.limits.is_empty() => {
+                return Err(CheckError::MissingIp {
+                    rule: rule.path_in_file.clone(),
+                });
+            }
+            _ => None,
+        };
+        let user = self.hasher.user(request.user);
+        let standing = self.scale.standing(user);
+        let thresholds = self.scale.thresholds();
+        let flagged = standing.is_some_and(|s| s.flagged);
+        Ok(Plan {
+            resolved,
+            user,
+            ip,
+            cost: request.cost.get(),
+            load_factor: self.scale.load_factor(),
+            anomaly_factor: if flagged {
+                thresholds.anomaly_factor
+            } else {
+                1.0
+            },
+            anomaly_enforced: !thresholds.anomaly_shadow,
+            abuse_score: standing.map(|s| s.abuse_score),
+        })
+    }
+
+    /// Decides one request, consuming its cost when it is allowed.
+    pub async fn check(&self, request: &CheckRequest<'_>) -> Result<Decision, CheckError> {
+        let plan = self.plan(request, None)?;
+        Ok(self.decide(&plan).await)
+    }
+
+    /// Decides a planned request.
+    pub async fn decide(&self, plan: &Plan) -> Decision {
+        let request = plan.store_request(false);
+        let result = self.store.apply(&request).await;
+        self.conclude(plan, result)
+    }
+
+    /// Decides requests in order, each as if sent alone, in one store round trip.
+    pub async fn check_batch(
+        &self,
+        requests: &[CheckRequest<'_>],
+    ) -> Result<Vec<Decision>, BatchError> {
+        let plans = requests
+            .iter()
+            .enumerate()
+            .map(|(index, r)| {
+                self.plan(r, None)
+                    .map_err(|error| BatchError { index, error })
+            })
+            .collect::<Result<Vec<_>, _>>()?;
+        Ok(self.decide_batch(&plans).await)
+    }
+
+    pub async fn decide_batch(&self, plans: &[Plan]) -> Vec<Decision> {
+        let requests: Vec<_> = plans.iter().map(|p| p.store_request(false)).collect();
+        let results = self.store.apply_batch(&requests).await;
+        plans
+            .iter()
+            .zip(results)
+            .map(|(plan, result)| self.conclude(plan, result))
+            .collect()
+    }
+
+    /// Evaluates a request without consuming anything (the admin view of a subject).
+    pub async fn inspect(&self, plan: &Plan) -> Result<Applied, StoreError> {
+        let request = plan.store_request(true);
+        self.store.apply(&request).await
+    }
+
+    fn conclude(&self, plan: &Plan, result: Result<Applied, StoreError>) -> Decision {
+        match result {
+            Ok(applied) => Decision::from_applied(plan, &applied),
+            Err(error) => self.on_store_error(plan, &error),
+        }
+    }
+
+    fn on_store_error(&self, plan: &Plan, error: &StoreError) -> Decision {
+        tracing::debug!(%error, "store failed; deciding per store.on_error");
+        let on_error = match error {
+            StoreError::Full => OnError::Deny,
+            _ => plan.resolved.policy.store.on_error,
+        };
+        let local = match (&self.fallback, on_error) {
+            (Some(fallback), OnError::Local) => fallback.apply_now(&plan.store_request(false)).ok(),
+            _ => None,
+        };
+        let mut decision = match local {
+            Some(applied) => Decision::from_applied(plan, &applied),
+            None => {
+                let empty = Applied {
+                    admitted: true,
+                    checks: Vec::new(),
+                };
+                let mut d = Decision::from_applied(plan, &empty);
+                if on_error != OnError::Allow {
+                    d.allowed = false;
+                    d.retry_after = None;
+                    d.reason = Some(Reason::StoreUnavailable);
+                }
+                d
+            }
+        };
+        decision.degraded = true;
+        decision
+    }
+}

@@ -1,0 +1,105 @@
+//! A request turned into store checks: which key each limit counts under and at what scale.
+
+use super::resolve::Resolved;
+use crate::algorithm::Rate;
+use crate::policy::KeyScope;
+use crate::store::{Check, KeyHash, LimitId, Request};
+
+/// Everything the engine settled before asking the store.
+#[derive(Debug, Clone)]
+pub struct Plan {
+    pub resolved: Resolved,
+    pub user: KeyHash,
+    /// The key of `key: ip` endpoint limits.
+    pub ip: Option<KeyHash>,
+    pub cost: u64,
+    pub load_factor: f64,
+    /// The anomaly factor of this subject (1.0 when not flagged).
+    pub anomaly_factor: f64,
+    /// `false` under `anomaly.shadow`: the factor is only evaluated, never applied.
+    pub anomaly_enforced: bool,
+    pub abuse_score: Option<f64>,
+}
+
+/// The scales of one limit: the one enforced, and the two counterfactuals.
+#[derive(Debug, Clone, Copy)]
+pub struct Scales {
+    pub enforced: f64,
+    /// As if the load factor were 1.0.
+    pub without_load: f64,
+    /// Without the anomaly factor when it is enforced; with it when it is shadowed.
+    pub anomaly_counterfactual: f64,
+}
+
+impl Plan {
+    pub fn scales(&self, i: usize) -> Scales {
+        let load = if self.resolved.is_adaptive(i) {
+            self.load_factor
+        } else {
+            1.0
+        };
+        let anomaly = self.anomaly_factor;
+        if self.anomaly_enforced {
+            Scales {
+                enforced: load * anomaly,
+                without_load: anomaly,
+                anomaly_counterfactual: load,
+            }
+        } else {
+            Scales {
+                enforced: load,
+                without_load: 1.0,
+                anomaly_counterfactual: load * anomaly,
+            }
+        }
+    }
+
+    /// The scale reported to clients: the tier's load factor times the applied anomaly factor.
+    pub fn reported_scale(&self) -> f64 {
+        let load = if self.resolved.tier().adaptive {
+            self.load_factor
+        } else {
+            1.0
+        };
+        if self.anomaly_enforced {
+            load * self.anomaly_factor
+        } else {
+            load
+        }
+    }
+
+    pub fn store_request(&self, dry_run: bool) -> Request<'_> {
+        let tier_count = self.resolved.tier_limit_count();
+        let by_ip = self.resolved.rule().key == KeyScope::Ip;
+        let checks = self
+            .resolved
+            .limits()
+            .enumerate()
+            .map(|(i, limit)| {
+                let scales = self.scales(i);
+                let rate = limit.rate(scales.enforced);
+                let probe =
+                    |scale: f64| -> Option<Rate> { Some(limit.rate(scale)).filter(|r| *r != rate) };
+                let subject = match self.ip {
+                    Some(ip) if by_ip && i >= tier_count => ip,
+                    _ => self.user,
+                };
+                Check {
+                    subject,
+                    limit: LimitId {
+                        name: &limit.id,
+                        hash: limit.id_hash,
+                    },
+                    rate,
+                    cost: self.cost,
+                    enforce: !limit.shadow,
+                    probes: [
+                        probe(scales.without_load),
+                        probe(scales.anomaly_counterfactual),
+                    ],
+                }
+            })
+            .collect();
+        Request { checks, dry_run }
+    }
+}

@@ -1,0 +1,59 @@
+//! A check request in domain terms, and the errors a request can have in the policy's eyes.
+
+use std::net::IpAddr;
+use std::num::NonZeroU32;
+
+/// The largest cost one request may carry (Envoy's `hits_addend` goes this far in practice).
+pub const MAX_COST: u32 = 1_000_000;
+
+/// A request's cost: 1 to [`MAX_COST`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Cost(NonZeroU32);
+
+impl Cost {
+    pub const ONE: Cost = Cost(NonZeroU32::MIN);
+
+    pub fn new(n: u64) -> Option<Cost> {
+        u32::try_from(n)
+            .ok()
+            .filter(|n| *n <= MAX_COST)
+            .and_then(NonZeroU32::new)
+            .map(Cost)
+    }
+
+    pub fn get(self) -> u64 {
+        u64::from(self.0.get())
+    }
+}
+
+/// "May this subject call this endpoint now?"
+#[derive(Debug, Clone)]
+pub struct CheckRequest<'a> {
+    pub user: &'a str,
+    pub endpoint: &'a str,
+    /// The tier named by the caller; `None` asks the tier store, then the default tier.
+    pub tier: Option<&'a str>,
+    pub ip: Option<IpAddr>,
+    pub cost: Cost,
+}
+
+impl<'a> CheckRequest<'a> {
+    pub fn new(user: &'a str, endpoint: &'a str) -> Self {
+        Self {
+            user,
+            endpoint,
+            tier: None,
+            ip: None,
+            cost: Cost::ONE,
+        }
+    }
+}
+
+/// A request the policy cannot decide.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum CheckError {
+    #[error("unknown tier \"{0}\"")]
+    UnknownTier(String),
+    #[error("rule {rule} counts per IP address (key: ip) and the request has no `ip`")]
+    MissingIp { rule: String },
+}

@@ -1,0 +1,111 @@
+//! The scale factors the request path reads: the load factor, per-subject abuse standing, and
+//! the live thresholds. The control loop writes them; tests and the admin API set them here.
+//!
+//! Reads are lock-free (atomics and `ArcSwap`), since every decision makes them.
+
+use crate::policy::Policy;
+use crate::store::KeyHash;
+use arc_swap::ArcSwap;
+use serde::{Deserialize, Serialize};
+use std::collections::HashMap;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+
+/// The live tuning values (the admin API's `/v1/admin/thresholds`).
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct Thresholds {
+    pub anomaly_threshold: f64,
+    pub anomaly_factor: f64,
+    pub anomaly_shadow: bool,
+    pub load_high: f64,
+    pub load_low: f64,
+    pub load_high_factor: f64,
+    pub load_low_factor: f64,
+    pub load_factor_override: Option<f64>,
+}
+
+impl Thresholds {
+    pub fn from_policy(policy: &Policy) -> Self {
+        let a = &policy.adaptive;
+        Self {
+            anomaly_threshold: a.anomaly.threshold,
+            anomaly_factor: a.anomaly.factor,
+            anomaly_shadow: a.anomaly.shadow,
+            load_high: a.load.high,
+            load_low: a.load.low,
+            load_high_factor: a.load.high_factor,
+            load_low_factor: a.load.low_factor,
+            load_factor_override: None,
+        }
+    }
+}
+
+/// What the last control cycle concluded about one subject.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Standing {
+    pub abuse_score: f64,
+    pub flagged: bool,
+}
+
+pub struct ScaleFactors {
+    load_factor: AtomicU64,
+    thresholds: ArcSwap<Thresholds>,
+    standings: ArcSwap<HashMap<KeyHash, Standing>>,
+}
+
+impl ScaleFactors {
+    pub fn new(thresholds: Thresholds) -> Self {
+        Self {
+            load_factor: AtomicU64::new(1.0f64.to_bits()),
+            thresholds: ArcSwap::from_pointee(thresholds),
+            standings: ArcSwap::default(),
+        }
+    }
+
+    /// The load factor in force: the override when an operator pinned one.
+    pub fn load_factor(&self) -> f64 {
+        self.thresholds
+            .load()
+            .load_factor_override
+            .unwrap_or_else(|| f64::from_bits(self.load_factor.load(Ordering::Relaxed)))
+    }
+
+    /// The factor computed from the system's load (what the control loop measured).
+    pub fn measured_load_factor(&self) -> f64 {
+        f64::from_bits(self.load_factor.load(Ordering::Relaxed))
+    }
+
+    pub fn set_load_factor(&self, factor: f64) {
+        self.load_factor.store(factor.to_bits(), Ordering::Relaxed);
+    }
+
+    pub fn thresholds(&self) -> Thresholds {
+        **self.thresholds.load()
+    }
+
+    pub fn set_thresholds(&self, thresholds: Thresholds) {
+        self.thresholds.store(Arc::new(thresholds));
+    }
+
+    pub fn standing(&self, subject: KeyHash) -> Option<Standing> {
+        self.standings.load().get(&subject).copied()
+    }
+
+    /// Replaces every subject's standing at once (one control cycle's result).
+    pub fn publish_standings(&self, standings: HashMap<KeyHash, Standing>) {
+        self.standings.store(Arc::new(standings));
+    }
+
+    /// Sets one subject's standing, keeping the others.
+    pub fn set_standing(&self, subject: KeyHash, standing: Standing) {
+        self.standings.rcu(|old| {
+            let mut next = HashMap::clone(old);
+            next.insert(subject, standing);
+            next
+        });
+    }
+
+    pub fn flagged_count(&self) -> usize {
+        self.standings.load().values().filter(|s| s.flagged).count()
+    }
+}

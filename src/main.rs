@@ -1,0 +1,60 @@
+//! The `ratewarden` binary.
+
+use anyhow::Context;
+use clap::Parser;
+use ratewarden::cli::{Cli, Command};
+use ratewarden::daemon::{self, ServeConfig};
+use ratewarden::policy::Policy;
+use std::process::ExitCode;
+
+fn main() -> ExitCode {
+    tracing_subscriber::fmt()
+        .with_env_filter(
+            tracing_subscriber::EnvFilter::try_from_env("RATEWARDEN_LOG")
+                .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info")),
+        )
+        .with_writer(std::io::stderr)
+        .init();
+    match run(Cli::parse()) {
+        Ok(code) => code,
+        Err(error) => {
+            eprintln!("error: {error:#}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+fn run(cli: Cli) -> anyhow::Result<ExitCode> {
+    match cli.command {
+        Command::Serve {
+            policy,
+            listen,
+            hash_key,
+        } => {
+            let runtime = tokio::runtime::Runtime::new().context("starting the async runtime")?;
+            runtime.block_on(daemon::serve(ServeConfig {
+                policy,
+                listen,
+                hash_key,
+            }))?;
+            Ok(ExitCode::SUCCESS)
+        }
+        Command::CheckPolicy { file } => match Policy::load(&file) {
+            Ok(policy) => {
+                println!(
+                    "{}: ok ({} tiers, {} endpoint rules)",
+                    file.display(),
+                    policy.tiers.len(),
+                    policy.endpoints.len()
+                );
+                Ok(ExitCode::SUCCESS)
+            }
+            Err(errors) => {
+                for line in errors.lines() {
+                    println!("{}: {line}", file.display());
+                }
+                Ok(ExitCode::FAILURE)
+            }
+        },
+    }
+}

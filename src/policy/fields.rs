@@ -1,0 +1,172 @@
+//! Reading raw leaves into typed values, recording an error with its path for each bad one.
+
+use super::duration::parse_duration;
+use super::error::{PolicyError, PolicyErrors};
+use super::raw::{Leaf, Unknown};
+use serde_yaml_ng::Value;
+use std::time::Duration;
+
+/// The errors found so far while compiling one file.
+#[derive(Debug, Default)]
+pub struct Errors(Vec<PolicyError>);
+
+/// `parent.key`, or `key` at the top.
+pub fn join(parent: &str, key: &str) -> String {
+    if parent.is_empty() {
+        key.to_owned()
+    } else {
+        format!("{parent}.{key}")
+    }
+}
+
+impl Errors {
+    pub fn push(&mut self, path: &str, message: impl Into<String>) {
+        self.0.push(PolicyError {
+            path: path.to_owned(),
+            message: message.into(),
+        });
+    }
+
+    pub fn finish<T>(self, value: T) -> Result<T, PolicyErrors> {
+        if self.0.is_empty() {
+            Ok(value)
+        } else {
+            Err(PolicyErrors(self.0))
+        }
+    }
+
+    pub fn unknown_keys(&mut self, path: &str, unknown: &Unknown, known: &[&str]) {
+        for key in unknown.keys() {
+            self.push(
+                &join(path, key),
+                format!("unknown key (expected one of {})", known.join(", ")),
+            );
+        }
+    }
+
+    pub fn required<'a>(&mut self, path: &str, leaf: &'a Leaf) -> Option<&'a Value> {
+        match leaf {
+            None | Some(Value::Null) => {
+                self.push(path, "is required");
+                None
+            }
+            Some(v) => Some(v),
+        }
+    }
+
+    pub fn string(&mut self, path: &str, value: &Value) -> Option<String> {
+        match value {
+            Value::String(s) if !s.is_empty() => Some(s.clone()),
+            Value::String(_) => {
+                self.push(path, "must not be empty");
+                None
+            }
+            _ => {
+                self.push(path, "must be a string");
+                None
+            }
+        }
+    }
+
+    pub fn boolean(&mut self, path: &str, leaf: &Leaf, default: bool) -> bool {
+        match leaf {
+            None | Some(Value::Null) => default,
+            Some(Value::Bool(b)) => *b,
+            Some(_) => {
+                self.push(path, "must be true or false");
+                default
+            }
+        }
+    }
+
+    /// A whole number in `min..=max`.
+    pub fn count(&mut self, path: &str, value: &Value, min: u64, max: u64) -> Option<u64> {
+        let n = match value {
+            Value::Number(n) if n.is_i64() || n.is_u64() => {
+                n.as_i64().map_or(i128::from(u64::MAX), i128::from)
+            }
+            Value::Number(_) => {
+                self.push(path, "must be a whole number");
+                return None;
+            }
+            _ => {
+                self.push(path, "must be a number");
+                return None;
+            }
+        };
+        if n < i128::from(min) {
+            self.push(path, format!("must be at least {min}"));
+            None
+        } else if n > i128::from(max) {
+            self.push(path, format!("must be at most {max}"));
+            None
+        } else {
+            u64::try_from(n).ok()
+        }
+    }
+
+    /// A number that `check` accepts; `check` returns the message for a value out of range.
+    pub fn number(
+        &mut self,
+        path: &str,
+        leaf: &Leaf,
+        default: f64,
+        check: impl Fn(f64) -> Option<&'static str>,
+    ) -> f64 {
+        let value = match leaf {
+            None | Some(Value::Null) => return default,
+            Some(Value::Number(n)) => n.as_f64().unwrap_or(f64::NAN),
+            Some(_) => {
+                self.push(path, "must be a number");
+                return default;
+            }
+        };
+        match check(value) {
+            Some(problem) if value.is_finite() => {
+                self.push(path, problem);
+                default
+            }
+            _ if !value.is_finite() => {
+                self.push(path, "must be a finite number");
+                default
+            }
+            _ => value,
+        }
+    }
+
+    /// A duration within `max`, `default` when absent.
+    pub fn duration(
+        &mut self,
+        path: &str,
+        leaf: &Leaf,
+        default: Duration,
+        allow_zero: bool,
+    ) -> Duration {
+        let text = match leaf {
+            None | Some(Value::Null) => return default,
+            Some(Value::String(s)) => s.as_str(),
+            Some(_) => {
+                self.push(path, "must be a duration such as 500ms, 30s, 5m, 1h or 1d");
+                return default;
+            }
+        };
+        match parse_duration(text) {
+            Ok(d) if d.is_zero() && !allow_zero => {
+                self.push(path, "must be longer than 0");
+                default
+            }
+            Ok(d) if d > MAX_DURATION => {
+                self.push(path, "must be at most 366d");
+                default
+            }
+            Ok(d) => d,
+            Err(message) => {
+                self.push(path, message);
+                default
+            }
+        }
+    }
+}
+
+/// The longest window or duration a policy may name (keeps every computation in range).
+pub const MAX_DURATION: Duration = Duration::from_secs(366 * 86_400);

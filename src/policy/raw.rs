@@ -1,0 +1,109 @@
+//! The policy file exactly as YAML gives it: every leaf is an untyped value and unknown keys are
+//! captured, so that compiling it can report every problem at once instead of the first.
+
+use indexmap::IndexMap;
+use serde::Deserialize;
+use serde_yaml_ng::Value;
+use std::collections::BTreeMap;
+
+pub type Leaf = Option<Value>;
+pub type Unknown = BTreeMap<String, Value>;
+
+#[derive(Debug, Default, Deserialize)]
+pub struct RawPolicy {
+    pub store: Option<RawStore>,
+    pub identity: Option<RawIdentity>,
+    pub default_tier: Leaf,
+    pub tiers: Option<IndexMap<String, RawTier>>,
+    pub endpoints: Option<Vec<RawEndpoint>>,
+    pub envoy_config: Leaf,
+    pub default_endpoint: Option<RawTier>,
+    pub adaptive: Option<RawAdaptive>,
+    #[serde(flatten)]
+    pub unknown: Unknown,
+}
+
+#[derive(Debug, Default, Deserialize)]
+pub struct RawStore {
+    pub url: Leaf,
+    pub on_error: Leaf,
+    pub timeout: Leaf,
+    pub key_prefix: Leaf,
+    pub max_keys: Leaf,
+    #[serde(flatten)]
+    pub unknown: Unknown,
+}
+
+#[derive(Debug, Default, Deserialize)]
+pub struct RawIdentity {
+    pub header: Leaf,
+    pub trust_forwarded: Leaf,
+    pub trust_tier_header: Leaf,
+    #[serde(flatten)]
+    pub unknown: Unknown,
+}
+
+/// A tier, or `default_endpoint`: a list of limits, optionally exempt from load scaling.
+#[derive(Debug, Default, Deserialize)]
+pub struct RawTier {
+    pub adaptive: Leaf,
+    pub limits: Option<Vec<RawLimit>>,
+    #[serde(flatten)]
+    pub unknown: Unknown,
+}
+
+#[derive(Debug, Default, Deserialize)]
+pub struct RawEndpoint {
+    pub path: Leaf,
+    pub key: Leaf,
+    pub adaptive: Leaf,
+    pub limits: Option<Vec<RawLimit>>,
+    #[serde(flatten)]
+    pub unknown: Unknown,
+}
+
+#[derive(Debug, Default, Deserialize)]
+pub struct RawLimit {
+    pub name: Leaf,
+    pub algorithm: Leaf,
+    pub requests: Leaf,
+    pub window: Leaf,
+    pub burst: Leaf,
+    pub shadow: Leaf,
+    pub adaptive: Leaf,
+    #[serde(flatten)]
+    pub unknown: Unknown,
+}
+
+#[derive(Debug, Default, Deserialize)]
+pub struct RawAdaptive {
+    pub interval: Leaf,
+    pub load: Option<RawLoad>,
+    pub anomaly: Option<RawAnomaly>,
+    #[serde(flatten)]
+    pub unknown: Unknown,
+}
+
+#[derive(Debug, Default, Deserialize)]
+pub struct RawLoad {
+    pub high: Leaf,
+    pub low: Leaf,
+    pub high_factor: Leaf,
+    pub low_factor: Leaf,
+    pub smoothing: Leaf,
+    #[serde(flatten)]
+    pub unknown: Unknown,
+}
+
+#[derive(Debug, Default, Deserialize)]
+pub struct RawAnomaly {
+    pub model: Leaf,
+    pub threshold: Leaf,
+    pub factor: Leaf,
+    pub window: Leaf,
+    pub min_requests: Leaf,
+    pub hold: Leaf,
+    pub shadow: Leaf,
+    #[serde(flatten)]
+    pub unknown: Unknown,
+}

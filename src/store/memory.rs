@@ -1,0 +1,183 @@
+//! The embedded store (`memory://`): sharded maps of per-key state, each key expiring when its
+//! state has fully decayed, with a hard cap on tracked keys.
+//!
+//! A request locks the shards of its keys in ascending order (so two requests never wait on
+//! each other in a cycle), evaluates every check, and consumes only if all enforced checks
+//! pass: all or nothing, with no lock held across an await.
+
+use super::{Applied, Check, CheckResult, Request, Store, StoreError, StoreKind};
+use crate::algorithm::{self, State};
+use crate::clock::{Clock, Micros};
+use hashbrown::HashMap;
+use parking_lot::{Mutex, MutexGuard};
+use std::sync::Arc;
+
+const SHARDS: usize = 256;
+
+struct Slot {
+    state: State,
+    expires_at: Micros,
+}
+
+#[derive(Default)]
+struct Shard {
+    slots: HashMap<u128, Slot>,
+}
+
+impl Shard {
+    fn live(&self, key: u128, now: Micros) -> Option<&State> {
+        self.slots
+            .get(&key)
+            .filter(|s| s.expires_at > now)
+            .map(|s| &s.state)
+    }
+
+    fn sweep(&mut self, now: Micros) {
+        self.slots.retain(|_, s| s.expires_at > now);
+    }
+}
+
+/// The embedded, in-process store.
+pub struct MemoryStore {
+    shards: Box<[Mutex<Shard>]>,
+    clock: Arc<dyn Clock>,
+    max_keys_per_shard: usize,
+}
+
+impl MemoryStore {
+    /// A store reading time from `clock` that tracks at most about `max_keys` keys.
+    pub fn new(clock: Arc<dyn Clock>, max_keys: u64) -> Self {
+        let per_shard = usize::try_from(max_keys.div_ceil(SHARDS as u64)).unwrap_or(usize::MAX);
+        Self {
+            shards: (0..SHARDS).map(|_| Mutex::new(Shard::default())).collect(),
+            clock,
+            max_keys_per_shard: per_shard.max(1),
+        }
+    }
+
+    /// Drops every key whose state has fully decayed. The daemon calls it every second; keys
+    /// are also swept from a shard that would otherwise refuse a new key.
+    pub fn sweep_expired(&self) {
+        let now = self.clock.now();
+        for shard in self.shards.iter() {
+            shard.lock().sweep(now);
+        }
+    }
+
+    /// Keys tracked now (expired ones included until swept).
+    pub fn len(&self) -> usize {
+        self.shards.iter().map(|s| s.lock().slots.len()).sum()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    pub fn clock(&self) -> &Arc<dyn Clock> {
+        &self.clock
+    }
+
+    fn shard_of(key: u128) -> usize {
+        (key as usize) % SHARDS
+    }
+
+    /// Applies one request under the locks of its shards.
+    pub fn apply_now(&self, request: &Request<'_>) -> Result<Applied, StoreError> {
+        let keys: Vec<u128> = request
+            .checks
+            .iter()
+            .map(|c| c.subject.with_limit(&c.limit))
+            .collect();
+        let mut shard_ids: Vec<usize> = keys.iter().map(|k| Self::shard_of(*k)).collect();
+        shard_ids.sort_unstable();
+        shard_ids.dedup();
+        let mut guards: Vec<(usize, MutexGuard<'_, Shard>)> = shard_ids
+            .iter()
+            .map(|&i| (i, self.shards[i].lock()))
+            .collect();
+        let now = self.clock.now();
+        let guard_of: Vec<usize> = keys
+            .iter()
+            .map(|k| {
+                shard_ids
+                    .binary_search(&Self::shard_of(*k))
+                    .unwrap_or_default()
+            })
+            .collect();
+
+        let mut checks = Vec::with_capacity(keys.len());
+        let mut admitted = true;
+        for ((check, &key), &at) in request.checks.iter().zip(&keys).zip(&guard_of) {
+            let result = evaluate(guards[at].1.live(key, now), now, check);
+            admitted &= result.outcome.allowed || !check.enforce;
+            checks.push(result);
+        }
+        if admitted && !request.dry_run {
+            self.make_room(&mut guards, &keys, now)?;
+            for ((check, &key), &at) in request.checks.iter().zip(&keys).zip(&guard_of) {
+                let slots = &mut guards[at].1.slots;
+                let mut state = slots
+                    .remove(&key)
+                    .filter(|s| s.expires_at > now)
+                    .map(|s| s.state);
+                let expires_at = algorithm::consume(&mut state, now, &check.rate, check.cost);
+                if let Some(state) = state {
+                    slots.insert(key, Slot { state, expires_at });
+                }
+            }
+        }
+        Ok(Applied { admitted, checks })
+    }
+
+    /// Ensures every new key of a request fits under the cap, sweeping full shards first.
+    fn make_room(
+        &self,
+        guards: &mut [(usize, MutexGuard<'_, Shard>)],
+        keys: &[u128],
+        now: Micros,
+    ) -> Result<(), StoreError> {
+        for (id, shard) in guards.iter_mut() {
+            let new_keys = keys
+                .iter()
+                .filter(|k| Self::shard_of(**k) == *id && !shard.slots.contains_key(*k))
+                .count();
+            if shard.slots.len() + new_keys > self.max_keys_per_shard {
+                shard.sweep(now);
+                if shard.slots.len() + new_keys > self.max_keys_per_shard {
+                    return Err(StoreError::Full);
+                }
+            }
+        }
+        Ok(())
+    }
+}
+
+fn evaluate(state: Option<&State>, now: Micros, check: &Check<'_>) -> CheckResult {
+    let outcome = algorithm::peek(state, now, &check.rate, check.cost);
+    let probe = |rate: &Option<algorithm::Rate>| match rate {
+        Some(rate) => algorithm::peek(state, now, rate, check.cost).allowed,
+        None => outcome.allowed,
+    };
+    CheckResult {
+        outcome,
+        probes: [probe(&check.probes[0]), probe(&check.probes[1])],
+    }
+}
+
+impl Store for MemoryStore {
+    fn kind(&self) -> StoreKind {
+        StoreKind::Memory
+    }
+
+    async fn apply(&self, request: &Request<'_>) -> Result<Applied, StoreError> {
+        self.apply_now(request)
+    }
+
+    async fn apply_batch(&self, requests: &[Request<'_>]) -> Vec<Result<Applied, StoreError>> {
+        requests.iter().map(|r| self.apply_now(r)).collect()
+    }
+
+    async fn ping(&self) -> Result<(), StoreError> {
+        Ok(())
+    }
+}

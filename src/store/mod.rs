@@ -1,0 +1,165 @@
+//! Where usage lives: the [`Store`] trait and its backends.
+//!
+//! A store knows keys, rates and costs, nothing of policies. It applies one request (several
+//! limit checks) atomically: every enforced check passes and all are consumed, or nothing is.
+//! The request is one value so that a remote store can send it in one round trip (one Lua
+//! script), and a batch is a slice so that it can pipeline many.
+
+mod key;
+mod memory;
+
+use crate::algorithm::{Outcome, Rate};
+use std::future::Future;
+
+pub use key::{KeyHash, LimitId};
+pub use memory::MemoryStore;
+
+/// One limit to check within a request.
+#[derive(Debug, Clone)]
+pub struct Check<'a> {
+    pub subject: KeyHash,
+    pub limit: LimitId<'a>,
+    pub rate: Rate,
+    pub cost: u64,
+    /// `false` for a shadow limit: it never denies, and is consumed when the request passes.
+    pub enforce: bool,
+    /// Other rates to evaluate without consuming ("would this pass at that rate?"); the
+    /// engine uses them to explain a denial. `None` means the same as `rate`.
+    pub probes: [Option<Rate>; 2],
+}
+
+/// All limits of one request, applied together.
+#[derive(Debug, Clone, Default)]
+pub struct Request<'a> {
+    pub checks: Vec<Check<'a>>,
+    /// Evaluate only; consume nothing (the admin view of a subject).
+    pub dry_run: bool,
+}
+
+/// What the store found for one check.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct CheckResult {
+    pub outcome: Outcome,
+    /// Whether the check would pass at each probe rate (`outcome.allowed` where no probe).
+    pub probes: [bool; 2],
+}
+
+/// The result of applying one request.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Applied {
+    /// Every enforced check passed, and (unless a dry run) all checks were consumed.
+    pub admitted: bool,
+    pub checks: Vec<CheckResult>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum StoreError {
+    #[error("the embedded store holds store.max_keys keys and none has expired")]
+    Full,
+    #[error("store unavailable: {0}")]
+    Unavailable(String),
+    #[error("store call timed out")]
+    Timeout,
+}
+
+/// Which backend served a request, for metrics (`store` label).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum StoreKind {
+    Memory,
+    Redis,
+    RedisCluster,
+}
+
+impl StoreKind {
+    pub fn label(self) -> &'static str {
+        match self {
+            StoreKind::Memory => "memory",
+            StoreKind::Redis => "redis",
+            StoreKind::RedisCluster => "redis_cluster",
+        }
+    }
+}
+
+/// A place that applies requests atomically.
+pub trait Store: Send + Sync + 'static {
+    fn kind(&self) -> StoreKind;
+
+    fn apply(
+        &self,
+        request: &Request<'_>,
+    ) -> impl Future<Output = Result<Applied, StoreError>> + Send;
+
+    /// Applies each request as if sent alone, in order; one round trip where the store allows.
+    fn apply_batch(
+        &self,
+        requests: &[Request<'_>],
+    ) -> impl Future<Output = Vec<Result<Applied, StoreError>>> + Send;
+
+    /// Whether the store answers (for `/readyz`).
+    fn ping(&self) -> impl Future<Output = Result<(), StoreError>> + Send;
+}
+
+/// The store a daemon runs on, chosen at start-up from `store.url`.
+pub enum Backend {
+    Memory(MemoryStore),
+}
+
+impl Store for Backend {
+    fn kind(&self) -> StoreKind {
+        match self {
+            Backend::Memory(s) => s.kind(),
+        }
+    }
+
+    async fn apply(&self, request: &Request<'_>) -> Result<Applied, StoreError> {
+        match self {
+            Backend::Memory(s) => s.apply(request).await,
+        }
+    }
+
+    async fn apply_batch(&self, requests: &[Request<'_>]) -> Vec<Result<Applied, StoreError>> {
+        match self {
+            Backend::Memory(s) => s.apply_batch(requests).await,
+        }
+    }
+
+    async fn ping(&self) -> Result<(), StoreError> {
+        match self {
+            Backend::Memory(s) => s.ping().await,
+        }
+    }
+}
+
+impl Backend {
+    /// Periodic upkeep: the embedded store drops expired keys.
+    pub fn sweep(&self) {
+        match self {
+            Backend::Memory(s) => s.sweep_expired(),
+        }
+    }
+}
+
+/// Why a store could not be opened.
+#[derive(Debug, thiserror::Error)]
+pub enum OpenError {
+    #[error("store {0} is not supported by this build yet (only memory:// is)")]
+    Unsupported(String),
+}
+
+/// Opens the store a policy names.
+pub fn open(
+    config: &crate::policy::StoreConfig,
+    clock: std::sync::Arc<dyn crate::clock::Clock>,
+) -> Result<Backend, OpenError> {
+    use crate::policy::StoreUrl;
+    match &config.url {
+        StoreUrl::Memory => Ok(Backend::Memory(MemoryStore::new(
+            clock,
+            config.max_keys.get(),
+        ))),
+        StoreUrl::Redis(url) | StoreUrl::RedisSentinel(url) => {
+            Err(OpenError::Unsupported(url.clone()))
+        }
+        StoreUrl::RedisCluster(nodes) => Err(OpenError::Unsupported(nodes.join(","))),
+    }
+}
