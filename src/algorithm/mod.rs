@@ -109,7 +109,8 @@ pub struct Outcome {
 /// The stored state of one limit for one key.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum State {
-    Log(Log),
+    /// Boxed: a log is larger than the other states, and most keys are not logs.
+    Log(Box<Log>),
     SlidingWindow {
         start: Micros,
         current: u64,
@@ -175,7 +176,7 @@ pub fn consume(state: &mut Option<State>, now: Micros, rate: &Rate, cost: u64) -
 
 fn as_log(state: Option<&State>) -> Option<&Log> {
     match state {
-        Some(State::Log(log)) => Some(log),
+        Some(State::Log(log)) => Some(&**log),
         _ => None,
     }
 }

@@ -18,14 +18,14 @@ pub struct Log {
 impl Log {
     /// Entries still inside the window at `now`, oldest first.
     fn live(&self, now: Micros, window: Micros) -> impl Iterator<Item = &(Micros, u64)> {
-        let horizon = now.saturating_sub(window);
-        self.entries.iter().filter(move |(t, _)| *t > horizon)
+        self.entries
+            .iter()
+            .filter(move |(t, _)| is_live(*t, now, window))
     }
 
     fn expire(&mut self, now: Micros, window: Micros) {
-        let horizon = now.saturating_sub(window);
         while let Some(&(t, cost)) = self.entries.front() {
-            if t > horizon {
+            if is_live(t, now, window) {
                 break;
             }
             self.entries.pop_front();
@@ -35,15 +35,20 @@ impl Log {
 
     /// Admitted cost inside the window at `now`.
     pub fn used(&self, now: Micros, window: Micros) -> u64 {
-        let horizon = now.saturating_sub(window);
         let expired: u64 = self
             .entries
             .iter()
-            .take_while(|(t, _)| *t <= horizon)
+            .take_while(|(t, _)| !is_live(*t, now, window))
             .map(|(_, c)| c)
             .sum();
         self.total - expired
     }
+}
+
+/// Whether an entry at `t` is still inside the window at `now`: `t > now - window`, written
+/// without the subtraction, which would clamp at 0 and drop an entry at time 0 too early.
+fn is_live(t: Micros, now: Micros, window: Micros) -> bool {
+    t.saturating_add(window) > now
 }
 
 pub(super) fn peek(log: Option<&Log>, now: Micros, rate: &Rate, cost: u64) -> Outcome {
@@ -54,7 +59,7 @@ pub(super) fn peek(log: Option<&Log>, now: Micros, rate: &Rate, cost: u64) -> Ou
             .entries
             .back()
             .map(|(t, _)| *t)
-            .filter(|t| *t > now.saturating_sub(window));
+            .filter(|t| is_live(*t, now, window));
         (log.used(now, window), newest)
     });
     let reset_after = newest.map_or(0, |t| (t + window).saturating_sub(now));
@@ -91,7 +96,7 @@ pub(super) fn peek(log: Option<&Log>, now: Micros, rate: &Rate, cost: u64) -> Ou
 
 pub(super) fn consume(state: &mut Option<State>, now: Micros, rate: &Rate, cost: u64) -> Micros {
     if !matches!(state, Some(State::Log(_))) {
-        *state = Some(State::Log(Log::default()));
+        *state = Some(State::Log(Box::default()));
     }
     let Some(State::Log(log)) = state else {
         return now + rate.window;

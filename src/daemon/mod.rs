@@ -62,7 +62,7 @@ pub async fn serve(config: ServeConfig) -> Result<(), ServeError> {
     if let Some(model) = &policy.adaptive.anomaly.model {
         tracing::info!(model = %model.display(), "anomaly scoring is not part of this build yet; limiting without it");
     }
-    let clock: Arc<dyn Clock> = Arc::new(SystemClock);
+    let clock: Arc<dyn Clock> = Arc::new(SystemClock::new());
     let store = store::open(&policy.store, clock)?;
     let engine = Arc::new(Engine::new(
         policy,

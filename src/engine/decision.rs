@@ -10,6 +10,7 @@ use crate::clock::Micros;
 use crate::policy::Limit;
 use crate::store::{Applied, CheckResult};
 use serde::Serialize;
+use smallvec::SmallVec;
 
 /// Why a request was denied.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
@@ -63,90 +64,35 @@ pub struct Decision {
     pub near_limit: bool,
     /// Indexes into [`Resolved::limits`].
     pub headline: Option<usize>,
-    pub violated: Vec<usize>,
-    pub shadow_violated: Vec<usize>,
+    pub violated: SmallVec<[usize; 4]>,
+    pub shadow_violated: SmallVec<[usize; 4]>,
     pub resolved: Resolved,
 }
 
 impl Decision {
-    pub fn from_applied(plan: &Plan, applied: &Applied) -> Decision {
-        let resolved = &plan.resolved;
-        let checks = &applied.checks;
-        let enforced = |i: &usize| resolved.limit(*i).is_some_and(|l| !l.shadow);
-        let window = |i: usize| resolved.limit(i).map_or(0, Limit::window_micros);
-        let headline = (0..checks.len())
-            .filter(enforced)
-            .min_by_key(|&i| (checks[i].outcome.remaining, window(i)));
-        let violated: Vec<usize> = (0..checks.len())
-            .filter(|i| enforced(i) && !checks[*i].outcome.allowed)
-            .collect();
-        let shadow_violated: Vec<usize> = (0..checks.len())
-            .filter(|i| !enforced(i) && !checks[*i].outcome.allowed)
-            .collect();
-        let head = headline.map(|i| checks[i].outcome);
-        let all_pass_at = |probe: usize| {
-            (0..checks.len())
-                .filter(enforced)
-                .all(|i| checks[i].probes[probe])
-        };
-        let flagged = plan.anomaly_factor != 1.0;
-
-        let mut decision = Decision {
+    pub fn from_applied(plan: Plan, applied: &Applied) -> Decision {
+        let verdict = Verdict::of(&plan, applied);
+        let head = verdict.headline.map(|i| applied.checks[i].outcome);
+        Decision {
             allowed: applied.admitted,
             limit: head.map(|o| o.limit),
             remaining: head.map(|o| o.remaining),
             reset_after: head.map_or(0, |o| o.reset_after),
-            retry_after: Some(0),
-            reason: None,
-            shadow: !shadow_violated.is_empty(),
+            retry_after: verdict.retry_after,
+            reason: verdict.reason,
+            shadow: verdict.shadow,
             degraded: false,
             scale: plan.reported_scale(),
             load_factor: plan.load_factor,
             abuse_score: plan.abuse_score,
-            cost_exceeds_limit: false,
-            near_limit: false,
-            headline,
-            violated: Vec::new(),
-            shadow_violated,
-            resolved: resolved.clone(),
-        };
-        if applied.admitted {
-            decision.shadow |= flagged && !plan.anomaly_enforced && !all_pass_at(1);
-            decision.near_limit = head.is_some_and(|o| o.remaining.saturating_mul(5) <= o.limit);
-            return decision;
+            cost_exceeds_limit: verdict.cost_exceeds_limit,
+            near_limit: applied.admitted
+                && head.is_some_and(|o| o.remaining.saturating_mul(5) <= o.limit),
+            headline: verdict.headline,
+            violated: verdict.violated,
+            shadow_violated: verdict.shadow_violated,
+            resolved: plan.resolved,
         }
-
-        decision.retry_after = violated
-            .iter()
-            .map(|&i| checks[i].outcome.retry_after)
-            .try_fold(0, |acc, r| r.map(|r| acc.max(r)));
-        let beyond_base = violated.iter().any(|&i| {
-            resolved
-                .limit(i)
-                .is_some_and(|l| plan.cost > l.base_rate().capacity())
-        });
-        let beyond_effective = violated
-            .iter()
-            .any(|&i| checks[i].outcome.retry_after.is_none());
-        decision.reason = Some(if beyond_base {
-            decision.cost_exceeds_limit = true;
-            decision.retry_after = None;
-            Reason::Quota
-        } else if flagged && plan.anomaly_enforced && all_pass_at(1) {
-            Reason::Anomaly
-        } else if plan.load_factor != 1.0 && all_pass_at(0) {
-            Reason::Load
-        } else if beyond_effective {
-            if flagged && plan.anomaly_enforced {
-                Reason::Anomaly
-            } else {
-                Reason::Load
-            }
-        } else {
-            burst_or_quota(checks, &violated, resolved)
-        });
-        decision.violated = violated;
-        decision
     }
 
     /// The limits of the request in order (tier first, then endpoint rule).
@@ -179,6 +125,86 @@ impl Decision {
 
     pub fn tier_name(&self) -> &str {
         &self.resolved.tier().name
+    }
+}
+
+/// What the outcomes of one request's checks add up to.
+struct Verdict {
+    headline: Option<usize>,
+    violated: SmallVec<[usize; 4]>,
+    shadow_violated: SmallVec<[usize; 4]>,
+    retry_after: Option<Micros>,
+    reason: Option<Reason>,
+    shadow: bool,
+    cost_exceeds_limit: bool,
+}
+
+impl Verdict {
+    fn of(plan: &Plan, applied: &Applied) -> Verdict {
+        let resolved = &plan.resolved;
+        let checks = &applied.checks;
+        let enforced = |i: &usize| resolved.limit(*i).is_some_and(|l| !l.shadow);
+        let window = |i: usize| resolved.limit(i).map_or(0, Limit::window_micros);
+        // The enforced limit with the least remaining quota; ties go to the shorter window.
+        let headline = (0..checks.len())
+            .filter(enforced)
+            .min_by_key(|&i| (checks[i].outcome.remaining, window(i)));
+        let violated: SmallVec<[usize; 4]> = (0..checks.len())
+            .filter(|i| enforced(i) && !checks[*i].outcome.allowed)
+            .collect();
+        let shadow_violated: SmallVec<[usize; 4]> = (0..checks.len())
+            .filter(|i| !enforced(i) && !checks[*i].outcome.allowed)
+            .collect();
+        let all_pass_at = |probe: usize| {
+            (0..checks.len())
+                .filter(enforced)
+                .all(|i| checks[i].probes[probe])
+        };
+        let flagged = plan.anomaly_factor != 1.0;
+        let mut verdict = Verdict {
+            headline,
+            shadow: !shadow_violated.is_empty(),
+            violated: SmallVec::new(),
+            shadow_violated,
+            retry_after: Some(0),
+            reason: None,
+            cost_exceeds_limit: false,
+        };
+        if applied.admitted {
+            verdict.shadow |= flagged && !plan.anomaly_enforced && !all_pass_at(1);
+            return verdict;
+        }
+        verdict.retry_after = violated
+            .iter()
+            .map(|&i| checks[i].outcome.retry_after)
+            .try_fold(0, |acc, r| r.map(|r| acc.max(r)));
+        let beyond_base = violated.iter().any(|&i| {
+            resolved
+                .limit(i)
+                .is_some_and(|l| plan.cost > l.base_rate().capacity())
+        });
+        let beyond_effective = violated
+            .iter()
+            .any(|&i| checks[i].outcome.retry_after.is_none());
+        verdict.reason = Some(if beyond_base {
+            verdict.cost_exceeds_limit = true;
+            verdict.retry_after = None;
+            Reason::Quota
+        } else if flagged && plan.anomaly_enforced && all_pass_at(1) {
+            Reason::Anomaly
+        } else if plan.load_factor != 1.0 && all_pass_at(0) {
+            Reason::Load
+        } else if beyond_effective {
+            if flagged && plan.anomaly_enforced {
+                Reason::Anomaly
+            } else {
+                Reason::Load
+            }
+        } else {
+            burst_or_quota(checks, &violated, resolved)
+        });
+        verdict.violated = violated;
+        verdict
     }
 }
 

@@ -131,13 +131,12 @@ impl<S: Store> Engine<S> {
     /// Decides one request, consuming its cost when it is allowed.
     pub async fn check(&self, request: &CheckRequest<'_>) -> Result<Decision, CheckError> {
         let plan = self.plan(request, None)?;
-        Ok(self.decide(&plan).await)
+        Ok(self.decide(plan).await)
     }
 
     /// Decides a planned request.
-    pub async fn decide(&self, plan: &Plan) -> Decision {
-        let request = plan.store_request(false);
-        let result = self.store.apply(&request).await;
+    pub async fn decide(&self, plan: Plan) -> Decision {
+        let result = self.store.apply(&plan.store_request(false)).await;
         self.conclude(plan, result)
     }
 
@@ -154,14 +153,15 @@ impl<S: Store> Engine<S> {
                     .map_err(|error| BatchError { index, error })
             })
             .collect::<Result<Vec<_>, _>>()?;
-        Ok(self.decide_batch(&plans).await)
+        Ok(self.decide_batch(plans).await)
     }
 
-    pub async fn decide_batch(&self, plans: &[Plan]) -> Vec<Decision> {
+    pub async fn decide_batch(&self, plans: Vec<Plan>) -> Vec<Decision> {
         let requests: Vec<_> = plans.iter().map(|p| p.store_request(false)).collect();
         let results = self.store.apply_batch(&requests).await;
+        drop(requests);
         plans
-            .iter()
+            .into_iter()
             .zip(results)
             .map(|(plan, result)| self.conclude(plan, result))
             .collect()
@@ -173,14 +173,14 @@ impl<S: Store> Engine<S> {
         self.store.apply(&request).await
     }
 
-    fn conclude(&self, plan: &Plan, result: Result<Applied, StoreError>) -> Decision {
+    fn conclude(&self, plan: Plan, result: Result<Applied, StoreError>) -> Decision {
         match result {
             Ok(applied) => Decision::from_applied(plan, &applied),
             Err(error) => self.on_store_error(plan, &error),
         }
     }
 
-    fn on_store_error(&self, plan: &Plan, error: &StoreError) -> Decision {
+    fn on_store_error(&self, plan: Plan, error: &StoreError) -> Decision {
         tracing::debug!(%error, "store failed; deciding per store.on_error");
         let on_error = match error {
             StoreError::Full => OnError::Deny,
@@ -195,7 +195,7 @@ impl<S: Store> Engine<S> {
             None => {
                 let empty = Applied {
                     admitted: true,
-                    checks: Vec::new(),
+                    checks: Default::default(),
                 };
                 let mut d = Decision::from_applied(plan, &empty);
                 if on_error != OnError::Allow {

@@ -6,8 +6,8 @@
 use crate::policy::Policy;
 use crate::store::KeyHash;
 use arc_swap::ArcSwap;
+use hashbrown::HashMap;
 use serde::{Deserialize, Serialize};
-use std::collections::HashMap;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 
@@ -88,7 +88,11 @@ impl ScaleFactors {
     }
 
     pub fn standing(&self, subject: KeyHash) -> Option<Standing> {
-        self.standings.load().get(&subject).copied()
+        let standings = self.standings.load();
+        if standings.is_empty() {
+            return None;
+        }
+        standings.get(&subject).copied()
     }
 
     /// Replaces every subject's standing at once (one control cycle's result).

@@ -45,12 +45,10 @@ pub(super) fn compile(text: &str, base_dir: &Path) -> Result<Policy, PolicyError
     let raw: RawPolicy = if text.trim().is_empty() {
         RawPolicy::default()
     } else {
-        let de = serde_yaml_ng::Deserializer::from_str(text);
-        serde_path_to_error::deserialize(de).map_err(|e| {
-            let path = e.path().to_string();
-            let path = if path == "." { String::new() } else { path };
-            PolicyErrors::single(&path, e.into_inner().to_string())
-        })?
+        // First as plain YAML: syntax errors and duplicate keys (which the typed pass would let
+        // silently override each other, e.g. a tier defined twice) are reported on their own.
+        parse::<Value>(text)?;
+        parse(text)?
     };
     let mut e = Errors::default();
     e.unknown_keys("", &raw.unknown, TOP_KEYS);
@@ -146,6 +144,21 @@ pub(super) fn compile(text: &str, base_dir: &Path) -> Result<Policy, PolicyError
         adaptive,
     };
     e.finish(policy)
+}
+
+/// Deserializes the whole file; a failure is the one error reported.
+fn parse<T: serde::de::DeserializeOwned>(text: &str) -> Result<T, PolicyErrors> {
+    let de = serde_yaml_ng::Deserializer::from_str(text);
+    serde_path_to_error::deserialize(de).map_err(|e| {
+        let path = e.path().to_string();
+        let message = e.into_inner().to_string();
+        // serde_yaml_ng starts its message with the path when it knows one; a syntax error has
+        // none (only a line and column), whatever key the parser had reached.
+        match message.strip_prefix(&format!("{path}: ")) {
+            Some(rest) if path != "." => PolicyErrors::single(&path, rest),
+            _ => PolicyErrors::single("", message),
+        }
+    })
 }
 
 fn store(e: &mut Errors, raw: RawStore) -> StoreConfig {
@@ -476,9 +489,11 @@ fn load(e: &mut Errors, raw: RawLoad) -> LoadSettings {
         &raw.unknown,
         &["high", "low", "high_factor", "low_factor", "smoothing"],
     );
+    let before = e.len();
     let high = e.number("adaptive.load.high", &raw.high, 0.8, unit_interval);
     let low = e.number("adaptive.load.low", &raw.low, 0.3, unit_interval);
-    if low >= high {
+    // Compared only when both were accepted: a refused one stands in as its default.
+    if e.len() == before && low >= high {
         e.push(
             "adaptive.load.low",
             format!("must be below adaptive.load.high ({high})"),

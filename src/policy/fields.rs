@@ -27,6 +27,11 @@ impl Errors {
         });
     }
 
+    /// How many errors were found so far.
+    pub fn len(&self) -> usize {
+        self.0.len()
+    }
+
     pub fn finish<T>(self, value: T) -> Result<T, PolicyErrors> {
         if self.0.is_empty() {
             Ok(value)

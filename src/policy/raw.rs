@@ -10,6 +10,7 @@ pub type Leaf = Option<Value>;
 pub type Unknown = BTreeMap<String, Value>;
 
 #[derive(Debug, Default, Deserialize)]
+#[serde(expecting = "a map")]
 pub struct RawPolicy {
     pub store: Option<RawStore>,
     pub identity: Option<RawIdentity>,
@@ -24,6 +25,7 @@ pub struct RawPolicy {
 }
 
 #[derive(Debug, Default, Deserialize)]
+#[serde(expecting = "a map")]
 pub struct RawStore {
     pub url: Leaf,
     pub on_error: Leaf,
@@ -35,6 +37,7 @@ pub struct RawStore {
 }
 
 #[derive(Debug, Default, Deserialize)]
+#[serde(expecting = "a map")]
 pub struct RawIdentity {
     pub header: Leaf,
     pub trust_forwarded: Leaf,
@@ -45,6 +48,7 @@ pub struct RawIdentity {
 
 /// A tier, or `default_endpoint`: a list of limits, optionally exempt from load scaling.
 #[derive(Debug, Default, Deserialize)]
+#[serde(expecting = "a map")]
 pub struct RawTier {
     pub adaptive: Leaf,
     pub limits: Option<Vec<RawLimit>>,
@@ -53,6 +57,7 @@ pub struct RawTier {
 }
 
 #[derive(Debug, Default, Deserialize)]
+#[serde(expecting = "a map")]
 pub struct RawEndpoint {
     pub path: Leaf,
     pub key: Leaf,
@@ -63,6 +68,7 @@ pub struct RawEndpoint {
 }
 
 #[derive(Debug, Default, Deserialize)]
+#[serde(expecting = "a map")]
 pub struct RawLimit {
     pub name: Leaf,
     pub algorithm: Leaf,
@@ -76,6 +82,7 @@ pub struct RawLimit {
 }
 
 #[derive(Debug, Default, Deserialize)]
+#[serde(expecting = "a map")]
 pub struct RawAdaptive {
     pub interval: Leaf,
     pub load: Option<RawLoad>,
@@ -85,6 +92,7 @@ pub struct RawAdaptive {
 }
 
 #[derive(Debug, Default, Deserialize)]
+#[serde(expecting = "a map")]
 pub struct RawLoad {
     pub high: Leaf,
     pub low: Leaf,
@@ -96,6 +104,7 @@ pub struct RawLoad {
 }
 
 #[derive(Debug, Default, Deserialize)]
+#[serde(expecting = "a map")]
 pub struct RawAnomaly {
     pub model: Leaf,
     pub threshold: Leaf,

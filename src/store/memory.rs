@@ -10,12 +10,13 @@ use crate::algorithm::{self, State};
 use crate::clock::{Clock, Micros};
 use hashbrown::HashMap;
 use parking_lot::{Mutex, MutexGuard};
+use smallvec::SmallVec;
 use std::sync::Arc;
 
 const SHARDS: usize = 256;
 
 struct Slot {
-    state: State,
+    state: Option<State>,
     expires_at: Micros,
 }
 
@@ -29,7 +30,7 @@ impl Shard {
         self.slots
             .get(&key)
             .filter(|s| s.expires_at > now)
-            .map(|s| &s.state)
+            .and_then(|s| s.state.as_ref())
     }
 
     fn sweep(&mut self, now: Micros) {
@@ -83,20 +84,20 @@ impl MemoryStore {
 
     /// Applies one request under the locks of its shards.
     pub fn apply_now(&self, request: &Request<'_>) -> Result<Applied, StoreError> {
-        let keys: Vec<u128> = request
+        let keys: SmallVec<[u128; 4]> = request
             .checks
             .iter()
             .map(|c| c.subject.with_limit(&c.limit))
             .collect();
-        let mut shard_ids: Vec<usize> = keys.iter().map(|k| Self::shard_of(*k)).collect();
+        let mut shard_ids: SmallVec<[usize; 4]> = keys.iter().map(|k| Self::shard_of(*k)).collect();
         shard_ids.sort_unstable();
         shard_ids.dedup();
-        let mut guards: Vec<(usize, MutexGuard<'_, Shard>)> = shard_ids
+        let mut guards: SmallVec<[(usize, MutexGuard<'_, Shard>); 4]> = shard_ids
             .iter()
             .map(|&i| (i, self.shards[i].lock()))
             .collect();
         let now = self.clock.now();
-        let guard_of: Vec<usize> = keys
+        let guard_of: SmallVec<[usize; 4]> = keys
             .iter()
             .map(|k| {
                 shard_ids
@@ -105,7 +106,7 @@ impl MemoryStore {
             })
             .collect();
 
-        let mut checks = Vec::with_capacity(keys.len());
+        let mut checks = super::CheckResults::new();
         let mut admitted = true;
         for ((check, &key), &at) in request.checks.iter().zip(&keys).zip(&guard_of) {
             let result = evaluate(guards[at].1.live(key, now), now, check);
@@ -115,15 +116,14 @@ impl MemoryStore {
         if admitted && !request.dry_run {
             self.make_room(&mut guards, &keys, now)?;
             for ((check, &key), &at) in request.checks.iter().zip(&keys).zip(&guard_of) {
-                let slots = &mut guards[at].1.slots;
-                let mut state = slots
-                    .remove(&key)
-                    .filter(|s| s.expires_at > now)
-                    .map(|s| s.state);
-                let expires_at = algorithm::consume(&mut state, now, &check.rate, check.cost);
-                if let Some(state) = state {
-                    slots.insert(key, Slot { state, expires_at });
+                let slot = guards[at].1.slots.entry(key).or_insert(Slot {
+                    state: None,
+                    expires_at: 0,
+                });
+                if slot.expires_at <= now {
+                    slot.state = None;
                 }
+                slot.expires_at = algorithm::consume(&mut slot.state, now, &check.rate, check.cost);
             }
         }
         Ok(Applied { admitted, checks })

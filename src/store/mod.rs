@@ -9,6 +9,7 @@ mod key;
 mod memory;
 
 use crate::algorithm::{Outcome, Rate};
+use smallvec::SmallVec;
 use std::future::Future;
 
 pub use key::{KeyHash, LimitId};
@@ -28,10 +29,14 @@ pub struct Check<'a> {
     pub probes: [Option<Rate>; 2],
 }
 
+/// A request's checks: a handful, kept inline to spare the allocator on the hot path.
+pub type Checks<'a> = SmallVec<[Check<'a>; 4]>;
+pub type CheckResults = SmallVec<[CheckResult; 4]>;
+
 /// All limits of one request, applied together.
 #[derive(Debug, Clone, Default)]
 pub struct Request<'a> {
-    pub checks: Vec<Check<'a>>,
+    pub checks: Checks<'a>,
     /// Evaluate only; consume nothing (the admin view of a subject).
     pub dry_run: bool,
 }
@@ -49,7 +54,7 @@ pub struct CheckResult {
 pub struct Applied {
     /// Every enforced check passed, and (unless a dry run) all checks were consumed.
     pub admitted: bool,
-    pub checks: Vec<CheckResult>,
+    pub checks: CheckResults,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]

@@ -1,0 +1,36 @@
+//! Helpers shared by the engine tests: an engine on the embedded store with a manual clock.
+#![allow(dead_code)]
+
+use ratewarden::clock::ManualClock;
+use ratewarden::engine::{CheckRequest, Decision, Engine, SubjectHasher};
+use ratewarden::policy::Policy;
+use ratewarden::store::MemoryStore;
+use std::path::Path;
+use std::sync::Arc;
+
+/// 2023-11-14T22:13:20Z, a whole hour, so window edges are easy to reason about.
+pub const START: u64 = 1_700_000_000_000_000;
+
+pub const EXAMPLE_POLICY: &str = include_str!("../../ratewarden.yaml");
+
+pub fn engine_with(yaml: &str, max_keys: u64) -> (Engine<MemoryStore>, ManualClock) {
+    let policy = Policy::from_yaml(yaml, Path::new(".")).expect("test policy is valid");
+    let clock = ManualClock::starting_at(START);
+    let store = MemoryStore::new(Arc::new(clock.clone()), max_keys);
+    (
+        Engine::new(policy, store, SubjectHasher::from_secret("test secret")),
+        clock,
+    )
+}
+
+pub fn engine(yaml: &str) -> (Engine<MemoryStore>, ManualClock) {
+    engine_with(yaml, 1_000_000)
+}
+
+pub async fn check(engine: &Engine<MemoryStore>, request: CheckRequest<'_>) -> Decision {
+    engine.check(&request).await.expect("request is decidable")
+}
+
+pub fn violated(decision: &Decision) -> Vec<&str> {
+    decision.violated_names().collect()
+}

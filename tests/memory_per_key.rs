@@ -1,0 +1,111 @@
+//! The bytes each tracked key costs in the embedded store, measured with a counting
+//! allocator (README, "Memory"). One test in its own binary, so nothing else allocates.
+//!
+//! The store is driven directly with pre-hashed keys, so the figure is the store's own; the
+//! engine's bounded cache of user hashes is measured apart.
+
+use ratewarden::algorithm::{Algorithm, Rate};
+use ratewarden::clock::ManualClock;
+use ratewarden::engine::SubjectHasher;
+use ratewarden::store::{Check, KeyHash, LimitId, MemoryStore, Request};
+use std::alloc::{GlobalAlloc, Layout, System};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicIsize, Ordering};
+
+struct Counting;
+
+static LIVE_BYTES: AtomicIsize = AtomicIsize::new(0);
+
+unsafe impl GlobalAlloc for Counting {
+    unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
+        LIVE_BYTES.fetch_add(layout.size() as isize, Ordering::Relaxed);
+        unsafe { System.alloc(layout) }
+    }
+    unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
+        LIVE_BYTES.fetch_sub(layout.size() as isize, Ordering::Relaxed);
+        unsafe { System.dealloc(ptr, layout) }
+    }
+}
+
+#[global_allocator]
+static ALLOCATOR: Counting = Counting;
+
+/// One test, so no other test's allocations land in the count.
+#[test]
+fn memory_costs() {
+    bytes_per_tracked_key();
+    user_hash_cache_is_bounded();
+}
+
+fn bytes_per_tracked_key() {
+    // Hash tables double as they grow, so the cost per key swings between a just-doubled
+    // table and a full one: measure at several sizes and bound the worst.
+    const STEP: u64 = 50_000;
+    const STEPS: u64 = 8;
+    for (algorithm, worst_bound) in [
+        (Algorithm::FixedWindow, 160.0),
+        (Algorithm::SlidingWindow, 160.0),
+        (Algorithm::TokenBucket, 160.0),
+        (Algorithm::Gcra, 160.0),
+        (Algorithm::SlidingLog, 320.0),
+    ] {
+        let store = MemoryStore::new(
+            Arc::new(ManualClock::starting_at(1_700_000_000_000_000)),
+            u64::MAX,
+        );
+        let rate = Rate {
+            algorithm,
+            window: 3_600_000_000,
+            requests: 10,
+            burst: 10,
+        };
+        let before = LIVE_BYTES.load(Ordering::Relaxed);
+        let mut per_key = Vec::new();
+        for step in 0..STEPS {
+            for i in step * STEP..(step + 1) * STEP {
+                let check = Check {
+                    subject: KeyHash(
+                        u128::from(i).wrapping_mul(0x9E37_79B9_7F4A_7C15_F39C_C060_5CED_C835),
+                    ),
+                    limit: LimitId {
+                        name: "t:t:l",
+                        hash: 7,
+                    },
+                    rate,
+                    cost: 1,
+                    enforce: true,
+                    probes: [None, None],
+                };
+                let request = Request {
+                    checks: [check].into_iter().collect(),
+                    dry_run: false,
+                };
+                assert!(store.apply_now(&request).unwrap().admitted);
+            }
+            let keys = (step + 1) * STEP;
+            assert_eq!(store.len() as u64, keys);
+            per_key.push((LIVE_BYTES.load(Ordering::Relaxed) - before) as f64 / keys as f64);
+        }
+        let best = per_key.iter().copied().fold(f64::INFINITY, f64::min);
+        let worst = per_key.iter().copied().fold(0.0, f64::max);
+        let mean = per_key.iter().sum::<f64>() / per_key.len() as f64;
+        println!(
+            "{algorithm}: {best:.0} to {worst:.0} bytes per tracked key (mean {mean:.0}) from 50k to 400k keys"
+        );
+        assert!(worst < worst_bound, "{algorithm}: {worst:.0} bytes per key");
+    }
+}
+
+fn user_hash_cache_is_bounded() {
+    let hasher = SubjectHasher::from_secret("memory");
+    let before = LIVE_BYTES.load(Ordering::Relaxed);
+    for i in 0..500_000u64 {
+        hasher.user(&format!("user-{i}"));
+    }
+    let grown = (LIVE_BYTES.load(Ordering::Relaxed) - before) as f64;
+    println!(
+        "user hash cache after 500,000 distinct users: {:.1} MiB",
+        grown / 1048576.0
+    );
+    assert!(grown < 16.0 * 1048576.0, "{grown} bytes");
+}
