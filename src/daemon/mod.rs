@@ -71,7 +71,7 @@ pub async fn serve(config: ServeConfig) -> Result<(), ServeError> {
     ));
 
     let reloader = Reloader::new(config.policy.clone(), engine.clone());
-    tokio::spawn(reloader.watch());
+    reloader.spawn_watch();
     let sweeper = engine.clone();
     tokio::spawn(async move {
         let mut tick = tokio::time::interval(Duration::from_secs(1));

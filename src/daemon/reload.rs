@@ -46,18 +46,22 @@ impl Reloader {
         }
     }
 
-    /// Watches for SIGHUP and file changes until the process ends.
-    pub async fn watch(self) {
+    /// Starts watching for SIGHUP and file changes. The watches are in place when this
+    /// returns (so a change right after start-up is not missed); reloads run on a task.
+    pub fn spawn_watch(self) {
         let (tx, mut rx) = mpsc::channel::<&'static str>(16);
-        let _watcher = self.watch_file(tx.clone());
+        let watcher = self.watch_file(tx.clone());
         #[cfg(unix)]
         spawn_sighup(tx);
-        while let Some(trigger) = rx.recv().await {
-            // Editors write a file in several steps: let them finish, then read once.
-            tokio::time::sleep(Duration::from_millis(100)).await;
-            while rx.try_recv().is_ok() {}
-            let _ = self.reload(trigger);
-        }
+        tokio::spawn(async move {
+            let _watcher = watcher;
+            while let Some(trigger) = rx.recv().await {
+                // Editors write a file in several steps: let them finish, then read once.
+                tokio::time::sleep(Duration::from_millis(100)).await;
+                while rx.try_recv().is_ok() {}
+                let _ = self.reload(trigger);
+            }
+        });
     }
 
     fn watch_file(&self, tx: mpsc::Sender<&'static str>) -> Option<notify::RecommendedWatcher> {

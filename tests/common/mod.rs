@@ -1,6 +1,8 @@
 //! Helpers shared by the engine tests: an engine on the embedded store with a manual clock.
 #![allow(dead_code)]
 
+pub mod daemon;
+
 use ratewarden::clock::ManualClock;
 use ratewarden::engine::{CheckRequest, Decision, Engine, SubjectHasher};
 use ratewarden::policy::Policy;
