@@ -42,11 +42,14 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         }
         Command::CheckPolicy { file } => match Policy::load(&file) {
             Ok(policy) => {
+                let plural = |n: usize, one: &str, many: &str| {
+                    format!("{n} {}", if n == 1 { one } else { many })
+                };
                 println!(
-                    "{}: ok ({} tiers, {} endpoint rules)",
+                    "{}: ok ({}, {})",
                     file.display(),
-                    policy.tiers.len(),
-                    policy.endpoints.len()
+                    plural(policy.tiers.len(), "tier", "tiers"),
+                    plural(policy.endpoints.len(), "endpoint rule", "endpoint rules")
                 );
                 Ok(ExitCode::SUCCESS)
             }

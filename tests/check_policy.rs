@@ -367,9 +367,9 @@ fn binary_accepts_the_shipped_policy() {
 #[test]
 fn binary_accepts_the_valid_fixtures() {
     for (name, summary) in [
-        ("minimal", "ok (1 tiers, 0 endpoint rules)"),
-        ("prefix_endpoints", "ok (1 tiers, 4 endpoint rules)"),
-        ("range_edges", "ok (1 tiers, 0 endpoint rules)"),
+        ("minimal", "ok (1 tier, 0 endpoint rules)"),
+        ("prefix_endpoints", "ok (1 tier, 4 endpoint rules)"),
+        ("range_edges", "ok (1 tier, 0 endpoint rules)"),
     ] {
         let path = fixtures().join("valid").join(format!("{name}.yaml"));
         let (code, stdout) = check_policy(&path);

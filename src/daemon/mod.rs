@@ -62,7 +62,8 @@ pub async fn serve(config: ServeConfig) -> Result<(), ServeError> {
     if let Some(model) = &policy.adaptive.anomaly.model {
         tracing::info!(model = %model.display(), "anomaly scoring is not part of this build yet; limiting without it");
     }
-    let clock: Arc<dyn Clock> = Arc::new(SystemClock::new());
+    let system_clock = SystemClock::new();
+    let clock: Arc<dyn Clock> = Arc::new(system_clock.clone());
     let store = store::open(&policy.store, clock)?;
     let engine = Arc::new(Engine::new(
         policy,
@@ -77,6 +78,7 @@ pub async fn serve(config: ServeConfig) -> Result<(), ServeError> {
         let mut tick = tokio::time::interval(Duration::from_secs(1));
         loop {
             tick.tick().await;
+            system_clock.resync();
             sweeper.store().sweep();
         }
     });
