@@ -28,6 +28,9 @@ pub enum Command {
         /// Secret from which store keys are derived; a random one per process when unset.
         #[arg(long, env = "RATEWARDEN_HASH_KEY", hide_env_values = true)]
         hash_key: Option<String>,
+        /// Bearer token of the admin API; the admin API answers 404 when unset.
+        #[arg(long, env = "RATEWARDEN_ADMIN_TOKEN", hide_env_values = true)]
+        admin_token: Option<String>,
     },
     /// Validate a policy file: print every error with its path, exit non-zero on any.
     CheckPolicy {

@@ -9,7 +9,9 @@
 //! - [`engine`]: resolves tier and endpoint rule, scales limits, and turns store outcomes
 //!   into a [`engine::Decision`].
 //! - [`http`]: the HTTP adapter (axum): requests in, decisions out.
-//! - [`daemon`]: `ratewarden serve`: wiring, policy reload, graceful shutdown.
+//! - [`metrics`]: the one Prometheus `Metrics` struct, passed down to whoever records.
+//! - [`reload`]: policy hot reload (SIGHUP, file changes, admin API).
+//! - [`daemon`]: `ratewarden serve`: wiring, background tasks, graceful shutdown.
 //! - [`cli`]: the command line (`serve`, `check-policy`).
 
 pub mod algorithm;
@@ -18,5 +20,7 @@ pub mod clock;
 pub mod daemon;
 pub mod engine;
 pub mod http;
+pub mod metrics;
 pub mod policy;
+pub mod reload;
 pub mod store;

@@ -31,12 +31,14 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             policy,
             listen,
             hash_key,
+            admin_token,
         } => {
             let runtime = tokio::runtime::Runtime::new().context("starting the async runtime")?;
             runtime.block_on(daemon::serve(ServeConfig {
                 policy,
                 listen,
                 hash_key,
+                admin_token,
             }))?;
             Ok(ExitCode::SUCCESS)
         }

@@ -1,12 +1,12 @@
 //! `ratewarden serve`: builds the engine from the policy, serves HTTP, reloads the policy, and
 //! shuts down gracefully.
 
-mod reload;
 pub mod shutdown;
 
 use crate::clock::{Clock, SystemClock};
 use crate::engine::{Engine, SubjectHasher};
 use crate::http::{AppState, router};
+use crate::metrics::Metrics;
 use crate::policy::{Policy, PolicyErrors};
 use crate::store::{self, OpenError};
 use std::net::SocketAddr;
@@ -14,7 +14,7 @@ use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 
-pub use reload::Reloader;
+pub use crate::reload::Reloader;
 
 /// What `serve` needs from the command line and environment.
 #[derive(Debug, Clone)]
@@ -23,6 +23,8 @@ pub struct ServeConfig {
     pub listen: SocketAddr,
     /// `RATEWARDEN_HASH_KEY`; a random per-process key when absent.
     pub hash_key: Option<String>,
+    /// `RATEWARDEN_ADMIN_TOKEN`; the admin API is off when absent.
+    pub admin_token: Option<String>,
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -65,14 +67,13 @@ pub async fn serve(config: ServeConfig) -> Result<(), ServeError> {
     let system_clock = SystemClock::new();
     let clock: Arc<dyn Clock> = Arc::new(system_clock.clone());
     let store = store::open(&policy.store, clock)?;
-    let engine = Arc::new(Engine::new(
-        policy,
-        store,
-        hasher_from(config.hash_key.as_deref()),
-    ));
+    let metrics = Arc::new(Metrics::new());
+    let engine = Engine::new(policy, store, hasher_from(config.hash_key.as_deref()))
+        .with_metrics(metrics.clone());
+    let engine = Arc::new(engine);
 
     let reloader = Reloader::new(config.policy.clone(), engine.clone());
-    reloader.spawn_watch();
+    reloader.clone().spawn_watch();
     let sweeper = engine.clone();
     tokio::spawn(async move {
         let mut tick = tokio::time::interval(Duration::from_secs(1));
@@ -91,7 +92,12 @@ pub async fn serve(config: ServeConfig) -> Result<(), ServeError> {
         })?;
     let local = listener.local_addr().map_err(ServeError::Serve)?;
     tracing::info!(%local, policy = %config.policy.display(), "ratewarden listening");
-    let app = router(AppState { engine });
+    let app = router(AppState {
+        engine,
+        metrics,
+        admin_token: config.admin_token.filter(|t| !t.is_empty()).map(Into::into),
+        reloader: Some(reloader),
+    });
     axum::serve(
         listener,
         app.into_make_service_with_connect_info::<SocketAddr>(),

@@ -58,6 +58,8 @@ pub struct Decision {
     pub scale: f64,
     pub load_factor: f64,
     pub abuse_score: Option<f64>,
+    /// The request's cost.
+    pub cost: u64,
     /// Denied because the cost exceeds a base limit: it can never pass.
     pub cost_exceeds_limit: bool,
     /// Allowed with 20 % or less of the headline limit left.
@@ -85,6 +87,7 @@ impl Decision {
             scale: plan.reported_scale(),
             load_factor: plan.load_factor,
             abuse_score: plan.abuse_score,
+            cost: plan.cost,
             cost_exceeds_limit: verdict.cost_exceeds_limit,
             near_limit: applied.admitted
                 && head.is_some_and(|o| o.remaining.saturating_mul(5) <= o.limit),

@@ -11,9 +11,11 @@ mod plan;
 mod request;
 mod resolve;
 mod scale;
+mod tiers;
 
-use crate::policy::{OnError, Policy};
-use crate::store::{Applied, Backend, MemoryStore, Store, StoreError};
+use crate::metrics::Metrics;
+use crate::policy::{KeyScope, OnError, Policy};
+use crate::store::{Applied, Backend, KeyHash, MemoryStore, Store, StoreError};
 use arc_swap::ArcSwap;
 use std::sync::Arc;
 
@@ -23,6 +25,7 @@ pub use plan::Plan;
 pub use request::{CheckError, CheckRequest, Cost, MAX_COST};
 pub use resolve::Resolved;
 pub use scale::{ScaleFactors, Standing, Thresholds};
+pub use tiers::TierCache;
 
 /// A batch item the policy cannot decide, with its position.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -39,18 +42,30 @@ pub struct Engine<S = Backend> {
     fallback: Option<MemoryStore>,
     hasher: SubjectHasher,
     scale: Arc<ScaleFactors>,
+    tiers: TierCache,
+    metrics: Arc<Metrics>,
 }
 
 impl<S: Store> Engine<S> {
     pub fn new(policy: Policy, store: S, hasher: SubjectHasher) -> Self {
         let scale = Arc::new(ScaleFactors::new(Thresholds::from_policy(&policy)));
+        let metrics = Arc::new(Metrics::new());
         Self {
             policy: ArcSwap::from_pointee(policy),
             store,
             fallback: None,
             hasher,
             scale,
+            tiers: TierCache::new(metrics.clone()),
+            metrics,
         }
+    }
+
+    /// Uses `metrics` (the daemon's one registry) instead of a private one.
+    pub fn with_metrics(mut self, metrics: Arc<Metrics>) -> Self {
+        self.tiers = TierCache::new(metrics.clone());
+        self.metrics = metrics;
+        self
     }
 
     /// Sets the per-instance limiter used while the store fails under `on_error: local`.
@@ -66,9 +81,7 @@ impl<S: Store> Engine<S> {
     /// Swaps in a new policy. Usage stays with limits that keep their names, and the live
     /// thresholds reset to the file's values (the file is the source of truth).
     pub fn reload(&self, policy: Policy) {
-        let mut thresholds = Thresholds::from_policy(&policy);
-        thresholds.load_factor_override = None;
-        self.scale.set_thresholds(thresholds);
+        self.scale.set_thresholds(Thresholds::from_policy(&policy));
         self.policy.store(Arc::new(policy));
     }
 
@@ -84,24 +97,58 @@ impl<S: Store> Engine<S> {
         &self.store
     }
 
-    /// Resolves tier, rule, keys and scales for a request.
+    pub fn metrics(&self) -> &Arc<Metrics> {
+        &self.metrics
+    }
+
+    /// The tier stored for a user, through the local cache; `None` when none is stored or the
+    /// store cannot say (the default tier applies then).
+    pub async fn stored_tier(&self, user: &str) -> Option<Arc<str>> {
+        if !self.store.has_tiers() {
+            return None;
+        }
+        let subject = self.hasher.user(user);
+        self.tiers.get(subject, || self.store.tier(subject)).await
+    }
+
+    /// Stores (or removes) a user's tier; the local cache forgets it at once.
+    pub async fn set_stored_tier(
+        &self,
+        user: &str,
+        tier: Option<&str>,
+    ) -> Result<KeyHash, SetTierError> {
+        if let Some(name) = tier {
+            if self.policy().tier_index(name).is_none() {
+                return Err(SetTierError::UnknownTier(name.to_owned()));
+            }
+        }
+        let subject = self.hasher.user(user);
+        self.store.set_tier(subject, tier).await?;
+        self.tiers.forget(subject).await;
+        Ok(subject)
+    }
+
+    /// Resolves tier, rule, keys and scales for a request. A tier named by the request must
+    /// exist; a stored tier the policy no longer has falls back to the default tier.
     pub fn plan(
         &self,
         request: &CheckRequest<'_>,
         stored_tier: Option<&str>,
     ) -> Result<Plan, CheckError> {
         let policy = self.policy.load_full();
-        let tier = match request.tier.or(stored_tier) {
+        let tier = match request.tier {
             Some(name) => policy
                 .tier_index(name)
                 .ok_or_else(|| CheckError::UnknownTier(name.to_owned()))?,
-            None => policy.default_tier,
+            None => stored_tier
+                .and_then(|name| policy.tier_index(name))
+                .unwrap_or(policy.default_tier),
         };
         let resolved = Resolved::new(policy, tier, request.endpoint);
         let rule = resolved.rule();
         let ip = match (rule.key, request.ip) {
-            (crate::policy::KeyScope::Ip, Some(ip)) => Some(self.hasher.ip(ip)),
-            (crate::policy::KeyScope::Ip, None) if !rule.limits.is_empty() => {
+            (KeyScope::Ip, Some(ip)) => Some(self.hasher.ip(ip)),
+            (KeyScope::Ip, None) if !rule.limits.is_empty() => {
                 return Err(CheckError::MissingIp {
                     rule: rule.path_in_file.clone(),
                 });
@@ -117,7 +164,9 @@ impl<S: Store> Engine<S> {
             user,
             ip,
             cost: request.cost.get(),
-            load_factor: self.scale.load_factor(),
+            load_factor: thresholds
+                .load_factor_override
+                .unwrap_or_else(|| self.scale.measured_load_factor()),
             anomaly_factor: if flagged {
                 thresholds.anomaly_factor
             } else {
@@ -130,13 +179,19 @@ impl<S: Store> Engine<S> {
 
     /// Decides one request, consuming its cost when it is allowed.
     pub async fn check(&self, request: &CheckRequest<'_>) -> Result<Decision, CheckError> {
-        let plan = self.plan(request, None)?;
+        let stored = match request.tier {
+            Some(_) => None,
+            None => self.stored_tier(request.user).await,
+        };
+        let plan = self.plan(request, stored.as_deref())?;
         Ok(self.decide(plan).await)
     }
 
     /// Decides a planned request.
     pub async fn decide(&self, plan: Plan) -> Decision {
+        let started = quanta::Instant::now();
         let result = self.store.apply(&plan.store_request(false)).await;
+        self.observe_store(started);
         self.conclude(plan, result)
     }
 
@@ -145,20 +200,25 @@ impl<S: Store> Engine<S> {
         &self,
         requests: &[CheckRequest<'_>],
     ) -> Result<Vec<Decision>, BatchError> {
-        let plans = requests
-            .iter()
-            .enumerate()
-            .map(|(index, r)| {
-                self.plan(r, None)
-                    .map_err(|error| BatchError { index, error })
-            })
-            .collect::<Result<Vec<_>, _>>()?;
+        let mut plans = Vec::with_capacity(requests.len());
+        for (index, request) in requests.iter().enumerate() {
+            let stored = match request.tier {
+                Some(_) => None,
+                None => self.stored_tier(request.user).await,
+            };
+            plans.push(
+                self.plan(request, stored.as_deref())
+                    .map_err(|error| BatchError { index, error })?,
+            );
+        }
         Ok(self.decide_batch(plans).await)
     }
 
     pub async fn decide_batch(&self, plans: Vec<Plan>) -> Vec<Decision> {
         let requests: Vec<_> = plans.iter().map(|p| p.store_request(false)).collect();
+        let started = quanta::Instant::now();
         let results = self.store.apply_batch(&requests).await;
+        self.observe_store(started);
         drop(requests);
         plans
             .into_iter()
@@ -169,8 +229,14 @@ impl<S: Store> Engine<S> {
 
     /// Evaluates a request without consuming anything (the admin view of a subject).
     pub async fn inspect(&self, plan: &Plan) -> Result<Applied, StoreError> {
-        let request = plan.store_request(true);
-        self.store.apply(&request).await
+        self.store.apply(&plan.store_request(true)).await
+    }
+
+    fn observe_store(&self, started: quanta::Instant) {
+        self.metrics
+            .store_duration
+            .with_label_values(&[self.store.kind().label()])
+            .observe(started.elapsed().as_secs_f64());
     }
 
     fn conclude(&self, plan: Plan, result: Result<Applied, StoreError>) -> Decision {
@@ -190,6 +256,15 @@ impl<S: Store> Engine<S> {
             (Some(fallback), OnError::Local) => fallback.apply_now(&plan.store_request(false)).ok(),
             _ => None,
         };
+        let action = match (&local, on_error) {
+            (Some(_), _) => "local",
+            (None, OnError::Allow) => "allowed",
+            (None, _) => "denied",
+        };
+        self.metrics
+            .store_errors
+            .with_label_values(&[self.store.kind().label(), action])
+            .inc();
         let mut decision = match local {
             Some(applied) => Decision::from_applied(plan, &applied),
             None => {
@@ -209,4 +284,13 @@ impl<S: Store> Engine<S> {
         decision.degraded = true;
         decision
     }
+}
+
+/// Why a tier could not be stored.
+#[derive(Debug, thiserror::Error)]
+pub enum SetTierError {
+    #[error("unknown tier \"{0}\"")]
+    UnknownTier(String),
+    #[error(transparent)]
+    Store(#[from] StoreError),
 }

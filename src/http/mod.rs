@@ -1,23 +1,136 @@
 //! The HTTP adapter: translates HTTP requests into engine calls and decisions back.
+//!
+//! Every route is registered through utoipa so `/openapi.json` describes exactly what is
+//! served. Every 4xx and 5xx is `application/problem+json`, including those produced outside
+//! the handlers (unknown route, wrong method, timeout, panic).
+
+mod admin;
+mod auth;
+pub mod body;
+mod check;
+mod decision;
+pub mod headers;
+mod health;
+pub mod problem;
+mod report;
 
 use crate::engine::Engine;
+use crate::metrics::Metrics;
+use crate::reload::Reloader;
 use axum::Router;
-use axum::http::StatusCode;
-use axum::routing::get;
+use axum::extract::Request;
+use axum::http::{HeaderValue, StatusCode, header};
+use axum::middleware::{self, Next};
+use axum::response::{IntoResponse, Response};
+use problem::Problem;
 use std::sync::Arc;
+use std::time::Duration;
+use tower_http::catch_panic::CatchPanicLayer;
+use tower_http::timeout::TimeoutLayer;
+use utoipa::OpenApi;
+use utoipa_axum::router::OpenApiRouter;
+use utoipa_axum::routes;
+
+pub use check::{BatchBody, CheckBody};
+pub use decision::DecisionBody;
+
+/// The longest a request may take, body included, before it gets a 408.
+pub const REQUEST_TIMEOUT: Duration = Duration::from_secs(10);
 
 /// What every handler can reach.
 #[derive(Clone)]
 pub struct AppState {
     pub engine: Arc<Engine>,
+    pub metrics: Arc<Metrics>,
+    /// `RATEWARDEN_ADMIN_TOKEN`; the admin API answers 404 when unset.
+    pub admin_token: Option<Arc<str>>,
+    pub reloader: Option<Reloader>,
+}
+
+#[derive(OpenApi)]
+#[openapi(info(
+    title = "ratewarden",
+    description = "An adaptive, anomaly-aware rate limiter. See README.md and shared/spec/api.md."
+))]
+struct ApiDoc;
+
+/// The router and the OpenAPI document that describes it.
+pub fn router_and_openapi(state: AppState) -> (Router, utoipa::openapi::OpenApi) {
+    let (router, api) = OpenApiRouter::with_openapi(ApiDoc::openapi())
+        .routes(routes!(check::check))
+        .routes(routes!(check::batch))
+        .routes(routes!(auth::auth))
+        .routes(routes!(report::report))
+        .routes(routes!(health::healthz))
+        .routes(routes!(health::readyz))
+        .routes(routes!(health::metrics))
+        .merge(admin::routes())
+        .with_state(state)
+        .split_for_parts();
+    let document = api.clone();
+    let router = router
+        .route(
+            "/openapi.json",
+            axum::routing::get(move || async move { axum::Json(document) }),
+        )
+        .fallback(not_found)
+        .layer(middleware::from_fn(problems_only))
+        .layer(CatchPanicLayer::custom(|_| {
+            Problem::new(
+                StatusCode::INTERNAL_SERVER_ERROR,
+                "internal error (a bug: please report it)",
+            )
+            .into_response()
+        }))
+        .layer(TimeoutLayer::with_status_code(
+            StatusCode::REQUEST_TIMEOUT,
+            REQUEST_TIMEOUT,
+        ));
+    (router, api)
 }
 
 pub fn router(state: AppState) -> Router {
-    Router::new()
-        .route("/healthz", get(healthz))
-        .with_state(state)
+    router_and_openapi(state).0
 }
 
-async fn healthz() -> StatusCode {
-    StatusCode::OK
+async fn not_found(request: Request) -> Problem {
+    Problem::new(
+        StatusCode::NOT_FOUND,
+        format!("no route for {} {}", request.method(), request.uri().path()),
+    )
+}
+
+/// Turns any 4xx/5xx that is not yet problem+json (wrong method, timeout) into one.
+async fn problems_only(request: Request, next: Next) -> Response {
+    let method = request.method().clone();
+    let path = request.uri().path().to_owned();
+    let response = next.run(request).await;
+    let status = response.status();
+    let is_problem = response
+        .headers()
+        .get(header::CONTENT_TYPE)
+        .is_some_and(|v| v.as_bytes().starts_with(problem::CONTENT_TYPE.as_bytes()));
+    if status.as_u16() < 400 || is_problem {
+        return response;
+    }
+    let detail = match status {
+        StatusCode::METHOD_NOT_ALLOWED => format!("{path} does not accept {method}"),
+        StatusCode::REQUEST_TIMEOUT => format!(
+            "the request took longer than {} s",
+            REQUEST_TIMEOUT.as_secs()
+        ),
+        StatusCode::PAYLOAD_TOO_LARGE => body::too_large().detail,
+        other => other.canonical_reason().unwrap_or("error").to_owned(),
+    };
+    let mut problem = Problem::new(status, detail).into_response();
+    for (name, value) in response.headers() {
+        if name != header::CONTENT_TYPE && name != header::CONTENT_LENGTH {
+            problem.headers_mut().insert(name.clone(), value.clone());
+        }
+    }
+    problem.headers_mut().insert(
+        header::CONTENT_TYPE,
+        HeaderValue::from_static(problem::CONTENT_TYPE),
+    );
+    problem
 }

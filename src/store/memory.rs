@@ -5,13 +5,14 @@
 //! each other in a cycle), evaluates every check, and consumes only if all enforced checks
 //! pass: all or nothing, with no lock held across an await.
 
-use super::{Applied, Check, CheckResult, Request, Store, StoreError, StoreKind};
+use super::{Applied, Check, CheckResult, KeyHash, Request, Store, StoreError, StoreKind};
 use crate::algorithm::{self, State};
 use crate::clock::{Clock, Micros};
 use hashbrown::HashMap;
-use parking_lot::{Mutex, MutexGuard};
+use parking_lot::{Mutex, MutexGuard, RwLock};
 use smallvec::SmallVec;
 use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
 
 const SHARDS: usize = 256;
 
@@ -41,6 +42,9 @@ impl Shard {
 /// The embedded, in-process store.
 pub struct MemoryStore {
     shards: Box<[Mutex<Shard>]>,
+    /// The tier store: subject hash to tier name.
+    tiers: RwLock<HashMap<KeyHash, String>>,
+    any_tiers: AtomicBool,
     clock: Arc<dyn Clock>,
     max_keys_per_shard: usize,
 }
@@ -51,6 +55,8 @@ impl MemoryStore {
         let per_shard = usize::try_from(max_keys.div_ceil(SHARDS as u64)).unwrap_or(usize::MAX);
         Self {
             shards: (0..SHARDS).map(|_| Mutex::new(Shard::default())).collect(),
+            tiers: RwLock::default(),
+            any_tiers: AtomicBool::new(false),
             clock,
             max_keys_per_shard: per_shard.max(1),
         }
@@ -178,6 +184,24 @@ impl Store for MemoryStore {
     }
 
     async fn ping(&self) -> Result<(), StoreError> {
+        Ok(())
+    }
+
+    fn has_tiers(&self) -> bool {
+        self.any_tiers.load(Ordering::Relaxed)
+    }
+
+    async fn tier(&self, subject: KeyHash) -> Result<Option<String>, StoreError> {
+        Ok(self.tiers.read().get(&subject).cloned())
+    }
+
+    async fn set_tier(&self, subject: KeyHash, tier: Option<&str>) -> Result<(), StoreError> {
+        let mut tiers = self.tiers.write();
+        match tier {
+            Some(tier) => tiers.insert(subject, tier.to_owned()),
+            None => tiers.remove(&subject),
+        };
+        self.any_tiers.store(!tiers.is_empty(), Ordering::Relaxed);
         Ok(())
     }
 }

@@ -102,6 +102,22 @@ pub trait Store: Send + Sync + 'static {
 
     /// Whether the store answers (for `/readyz`).
     fn ping(&self) -> impl Future<Output = Result<(), StoreError>> + Send;
+
+    /// Whether any subject may have a stored tier (lets the request path skip the lookup).
+    fn has_tiers(&self) -> bool;
+
+    /// The tier stored for a subject (the tier store: `<prefix>:tiers` on Redis).
+    fn tier(
+        &self,
+        subject: KeyHash,
+    ) -> impl Future<Output = Result<Option<String>, StoreError>> + Send;
+
+    /// Stores (or with `None` removes) a subject's tier.
+    fn set_tier(
+        &self,
+        subject: KeyHash,
+        tier: Option<&str>,
+    ) -> impl Future<Output = Result<(), StoreError>> + Send;
 }
 
 /// The store a daemon runs on, chosen at start-up from `store.url`.
@@ -131,6 +147,24 @@ impl Store for Backend {
     async fn ping(&self) -> Result<(), StoreError> {
         match self {
             Backend::Memory(s) => s.ping().await,
+        }
+    }
+
+    fn has_tiers(&self) -> bool {
+        match self {
+            Backend::Memory(s) => s.has_tiers(),
+        }
+    }
+
+    async fn tier(&self, subject: KeyHash) -> Result<Option<String>, StoreError> {
+        match self {
+            Backend::Memory(s) => s.tier(subject).await,
+        }
+    }
+
+    async fn set_tier(&self, subject: KeyHash, tier: Option<&str>) -> Result<(), StoreError> {
+        match self {
+            Backend::Memory(s) => s.set_tier(subject, tier).await,
         }
     }
 }

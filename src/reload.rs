@@ -1,6 +1,7 @@
 //! Policy hot reload: on SIGHUP, on a change of the file, and on request (admin API).
 //!
-//! A file that fails validation is refused and logged with every error; the old policy stays.
+//! A file that fails validation is refused, logged with every error and counted
+//! (`ratewarden_config_reloads_total`); the old policy stays.
 
 use crate::engine::Engine;
 use crate::policy::{Policy, PolicyErrors};
@@ -26,10 +27,19 @@ impl Reloader {
         &self.path
     }
 
+    fn count(&self, result: &str) {
+        self.engine
+            .metrics()
+            .config_reloads
+            .with_label_values(&["policy", result])
+            .inc();
+    }
+
     /// Reads, validates and swaps in the policy; on error the old one stays in force.
     pub fn reload(&self, trigger: &str) -> Result<(), PolicyErrors> {
         match Policy::load(&self.path) {
             Ok(policy) => {
+                self.count("success");
                 if policy.store != self.engine.policy().store {
                     tracing::warn!("store settings changed; they take effect at the next restart");
                 }
@@ -38,6 +48,7 @@ impl Reloader {
                 Ok(())
             }
             Err(errors) => {
+                self.count("error");
                 for line in errors.lines() {
                     tracing::error!(trigger, path = %self.path.display(), "policy refused: {line}");
                 }

@@ -1,0 +1,156 @@
+//! `GET /v1/auth`: forward auth for nginx `auth_request`, Traefik `ForwardAuth` and Caddy
+//! `forward_auth`. Everything comes from headers; the answer is a status and headers.
+
+use super::AppState;
+use super::check::{MAX_ENDPOINT_BYTES, MAX_USER_BYTES, undecidable};
+use super::decision;
+use super::problem::Problem;
+use crate::engine::{CheckRequest, Cost};
+use crate::metrics::Api;
+use axum::extract::{ConnectInfo, Request, State};
+use axum::http::HeaderMap;
+use axum::response::Response;
+use std::net::{IpAddr, SocketAddr};
+
+const ORIGINAL_URI: &str = "X-Original-URI";
+const FORWARDED_URI: &str = "X-Forwarded-Uri";
+
+/// Decides the request a proxy is about to forward.
+#[utoipa::path(
+    get, path = "/v1/auth", tag = "decisions",
+    params(
+        ("X-Original-URI" = Option<String>, Header, description = "The requested URI (nginx)"),
+        ("X-Forwarded-Uri" = Option<String>, Header, description = "The requested URI (Traefik, Caddy)"),
+        ("X-Api-Key" = Option<String>, Header, description = "The subject (the header named by identity.header)"),
+        ("X-User-Id" = Option<String>, Header, description = "The subject when identity.header is absent"),
+        ("X-Forwarded-For" = Option<String>, Header, description = "Client address, first hop, when identity.trust_forwarded"),
+        ("X-Tier" = Option<String>, Header, description = "The tier, when identity.trust_tier_header"),
+    ),
+    responses(
+        (status = 200, description = "Allowed (empty body, rate limit headers)"),
+        (status = 429, description = "Denied", body = Problem, content_type = "application/problem+json"),
+        (status = 400, description = "No URI header, or an invalid header", body = Problem, content_type = "application/problem+json"),
+    )
+)]
+pub async fn auth(State(state): State<AppState>, request: Request) -> Result<Response, Problem> {
+    let started = quanta::Instant::now();
+    let peer = request
+        .extensions()
+        .get::<ConnectInfo<SocketAddr>>()
+        .map(|c| c.0.ip().to_canonical());
+    let headers = request.headers();
+    let identity = state.engine.policy().identity.clone();
+
+    let endpoint = match header(headers, ORIGINAL_URI)?.or(header(headers, FORWARDED_URI)?) {
+        Some(uri) => path_of(uri).to_owned(),
+        None => {
+            return Err(Problem::bad_request(format!(
+                "headers {ORIGINAL_URI} and {FORWARDED_URI} are both missing: one must name the requested URI"
+            )));
+        }
+    };
+    if endpoint.len() > MAX_ENDPOINT_BYTES {
+        return Err(Problem::bad_request(format!(
+            "the requested path is over {MAX_ENDPOINT_BYTES} bytes"
+        )));
+    }
+    let ip = if identity.trust_forwarded {
+        match header(headers, "X-Forwarded-For")? {
+            Some(list) => Some(first_hop(list)?),
+            None => peer,
+        }
+    } else {
+        peer
+    };
+    let named = match header(headers, &identity.header)? {
+        Some(user) => Some(user),
+        None => header(headers, "X-User-Id")?,
+    };
+    let user = match (named, ip) {
+        (Some(user), _) => user.to_owned(),
+        (None, Some(ip)) => ip.to_string(),
+        (None, None) => {
+            return Err(Problem::bad_request(format!(
+                "no subject: neither {} nor X-User-Id is set and the client address is unknown",
+                identity.header
+            )));
+        }
+    };
+    if user.len() > MAX_USER_BYTES {
+        return Err(Problem::bad_request(format!(
+            "the subject is over {MAX_USER_BYTES} bytes"
+        )));
+    }
+    let tier = if identity.trust_tier_header {
+        header(headers, "X-Tier")?
+    } else {
+        None
+    };
+
+    let check = CheckRequest {
+        user: &user,
+        endpoint: &endpoint,
+        tier,
+        ip,
+        cost: Cost::ONE,
+    };
+    let decision = state
+        .engine
+        .check(&check)
+        .await
+        .map_err(|e| undecidable(&e, ""))?;
+    state.metrics.observe_decision(Api::Auth, started.elapsed());
+    state.metrics.record_decision(&decision);
+    Ok(decision::auth_response(&decision))
+}
+
+/// A header's value when present and not empty; a 400 naming it when it is not text.
+fn header<'a>(headers: &'a HeaderMap, name: &str) -> Result<Option<&'a str>, Problem> {
+    match headers.get(name) {
+        None => Ok(None),
+        Some(value) => value
+            .to_str()
+            .map(|s| Some(s.trim()).filter(|s| !s.is_empty()))
+            .map_err(|_| Problem::bad_request(format!("header {name} is not visible ASCII text"))),
+    }
+}
+
+/// The path of a request URI: no scheme or host, query or fragment.
+fn path_of(uri: &str) -> &str {
+    let without_origin = match uri.split_once("://") {
+        Some((_, rest)) => rest.find('/').map_or("/", |i| &rest[i..]),
+        None => uri,
+    };
+    let end = without_origin
+        .find(['?', '#'])
+        .unwrap_or(without_origin.len());
+    match &without_origin[..end] {
+        "" => "/",
+        path => path,
+    }
+}
+
+fn first_hop(list: &str) -> Result<IpAddr, Problem> {
+    let first = list.split(',').next().unwrap_or("").trim();
+    first
+        .parse::<IpAddr>()
+        .map(|ip| ip.to_canonical())
+        .map_err(|_| {
+            Problem::bad_request(format!(
+                "header X-Forwarded-For: first hop {first:?} is not an IP address"
+            ))
+        })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::path_of;
+
+    #[test]
+    fn paths_lose_origin_query_and_fragment() {
+        assert_eq!(path_of("/api/search?q=1"), "/api/search");
+        assert_eq!(path_of("https://example.com/a/b#frag"), "/a/b");
+        assert_eq!(path_of("https://example.com"), "/");
+        assert_eq!(path_of("?x"), "/");
+    }
+}

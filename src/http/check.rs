@@ -1,0 +1,200 @@
+//! `POST /v1/check` and `POST /v1/check/batch`: JSON in, decision out.
+
+use super::AppState;
+use super::body::JsonBody;
+use super::decision::{self, DecisionBody};
+use super::problem::Problem;
+use crate::engine::{CheckError, CheckRequest, Cost, MAX_COST};
+use crate::metrics::Api;
+use axum::Json;
+use axum::extract::State;
+use axum::response::Response;
+use serde::{Deserialize, Serialize};
+use std::net::IpAddr;
+use utoipa::ToSchema;
+
+pub const MAX_USER_BYTES: usize = 512;
+pub const MAX_ENDPOINT_BYTES: usize = 2048;
+pub const MAX_BATCH: usize = 1000;
+
+/// A check request as sent: every field optional here, so a missing one gets a clear message.
+#[derive(Debug, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct CheckBody {
+    /// The subject: an API key, account id, phone number. 1 to 512 bytes.
+    #[schema(example = "alice")]
+    pub user: Option<String>,
+    /// The endpoint called, matched against the policy's endpoint rules. 1 to 2048 bytes.
+    #[schema(example = "/api/search")]
+    pub endpoint: Option<String>,
+    /// The subject's tier; when absent, the stored tier or the default tier.
+    pub tier: Option<String>,
+    /// The client's IPv4 or IPv6 address.
+    #[schema(example = "203.0.113.7")]
+    pub ip: Option<String>,
+    /// 1 to 1,000,000; default 1.
+    #[schema(minimum = 1, maximum = 1_000_000)]
+    pub cost: Option<i64>,
+}
+
+/// A check request whose every field is valid.
+#[derive(Debug, Clone)]
+pub struct ValidCheck {
+    pub user: String,
+    pub endpoint: String,
+    pub tier: Option<String>,
+    pub ip: Option<IpAddr>,
+    pub cost: Cost,
+}
+
+impl ValidCheck {
+    pub fn request(&self) -> CheckRequest<'_> {
+        CheckRequest {
+            user: &self.user,
+            endpoint: &self.endpoint,
+            tier: self.tier.as_deref(),
+            ip: self.ip,
+            cost: self.cost,
+        }
+    }
+}
+
+/// A required string field of 1 to `max` bytes.
+pub fn required_text(value: Option<String>, field: &str, max: usize) -> Result<String, Problem> {
+    match value {
+        None => Err(Problem::bad_request(format!("field `{field}` is required"))),
+        Some(s) if s.is_empty() || s.len() > max => Err(Problem::bad_request(format!(
+            "field `{field}` must be 1 to {max} bytes (it has {})",
+            s.len()
+        ))),
+        Some(s) => Ok(s),
+    }
+}
+
+pub fn optional_ip(value: Option<String>, field: &str) -> Result<Option<IpAddr>, Problem> {
+    value
+        .map(|s| {
+            s.parse().map_err(|_| {
+                Problem::bad_request(format!("field `{field}` is not an IP address: {s:?}"))
+            })
+        })
+        .transpose()
+}
+
+impl CheckBody {
+    /// Validates every field; `at` prefixes field names (`requests[3].`).
+    pub fn validate(self, at: &str) -> Result<ValidCheck, Problem> {
+        let cost = match self.cost {
+            None => Cost::ONE,
+            Some(n) => u64::try_from(n).ok().and_then(Cost::new).ok_or_else(|| {
+                Problem::bad_request(format!(
+                    "field `{at}cost` must be between 1 and {MAX_COST} (it is {n})"
+                ))
+            })?,
+        };
+        Ok(ValidCheck {
+            user: required_text(self.user, &format!("{at}user"), MAX_USER_BYTES)?,
+            endpoint: required_text(self.endpoint, &format!("{at}endpoint"), MAX_ENDPOINT_BYTES)?,
+            tier: self.tier,
+            ip: optional_ip(self.ip, &format!("{at}ip"))?,
+            cost,
+        })
+    }
+}
+
+/// A request the policy cannot decide, as a 400.
+pub fn undecidable(error: &CheckError, at: &str) -> Problem {
+    match error {
+        CheckError::UnknownTier(_) => Problem::bad_request(format!("field `{at}tier`: {error}")),
+        CheckError::MissingIp { .. } => Problem::bad_request(format!("{at}{error}")),
+    }
+}
+
+/// Decides one request.
+#[utoipa::path(
+    post, path = "/v1/check", tag = "decisions",
+    request_body = CheckBody,
+    responses(
+        (status = 200, description = "Allowed", body = DecisionBody),
+        (status = 429, description = "Denied: the decision JSON with problem members", content_type = "application/problem+json", body = DecisionBody),
+        (status = 400, description = "Invalid request", body = Problem, content_type = "application/problem+json"),
+        (status = 413, description = "Body over 64 KiB", body = Problem, content_type = "application/problem+json"),
+        (status = 415, description = "Not JSON", body = Problem, content_type = "application/problem+json"),
+        (status = 503, description = "Store unavailable and store.on_error denies", body = Problem, content_type = "application/problem+json"),
+    )
+)]
+pub async fn check(
+    State(state): State<AppState>,
+    JsonBody(body): JsonBody<CheckBody>,
+) -> Result<Response, Problem> {
+    let started = quanta::Instant::now();
+    let valid = body.validate("")?;
+    let decision = state
+        .engine
+        .check(&valid.request())
+        .await
+        .map_err(|e| undecidable(&e, ""))?;
+    state.metrics.observe_decision(Api::Http, started.elapsed());
+    state.metrics.record_decision(&decision);
+    Ok(decision::check_response(&decision))
+}
+
+#[derive(Debug, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct BatchBody {
+    /// 1 to 1000 check requests, decided in order, each as if sent alone.
+    pub requests: Option<Vec<CheckBody>>,
+}
+
+#[derive(Debug, Serialize, ToSchema)]
+pub struct BatchResults {
+    /// One decision per request, in order.
+    pub results: Vec<DecisionBody>,
+}
+
+/// Decides up to 1000 requests in order, in one store round trip.
+#[utoipa::path(
+    post, path = "/v1/check/batch", tag = "decisions",
+    request_body = BatchBody,
+    responses(
+        (status = 200, description = "One decision per request, allowed or not", body = BatchResults),
+        (status = 400, description = "An invalid item (named by its index) or batch size", body = Problem, content_type = "application/problem+json"),
+        (status = 413, description = "Body over 64 KiB", body = Problem, content_type = "application/problem+json"),
+        (status = 415, description = "Not JSON", body = Problem, content_type = "application/problem+json"),
+    )
+)]
+pub async fn batch(
+    State(state): State<AppState>,
+    JsonBody(body): JsonBody<BatchBody>,
+) -> Result<Json<BatchResults>, Problem> {
+    let started = quanta::Instant::now();
+    let items = body
+        .requests
+        .ok_or_else(|| Problem::bad_request("field `requests` is required"))?;
+    if items.is_empty() || items.len() > MAX_BATCH {
+        return Err(Problem::bad_request(format!(
+            "field `requests` must hold 1 to {MAX_BATCH} items (it holds {})",
+            items.len()
+        )));
+    }
+    let valid = items
+        .into_iter()
+        .enumerate()
+        .map(|(i, item)| item.validate(&format!("requests[{i}].")))
+        .collect::<Result<Vec<_>, _>>()?;
+    let requests: Vec<_> = valid.iter().map(ValidCheck::request).collect();
+    let decisions = state
+        .engine
+        .check_batch(&requests)
+        .await
+        .map_err(|e| undecidable(&e.error, &format!("requests[{}].", e.index)))?;
+    state
+        .metrics
+        .observe_decision(Api::Batch, started.elapsed());
+    for d in &decisions {
+        state.metrics.record_decision(d);
+    }
+    Ok(Json(BatchResults {
+        results: decisions.iter().map(DecisionBody::from).collect(),
+    }))
+}

@@ -1,0 +1,67 @@
+//! RFC 9457 problem details: every 4xx and 5xx this API sends is one of these.
+
+use axum::Json;
+use axum::http::{HeaderValue, StatusCode, header};
+use axum::response::{IntoResponse, Response};
+use serde::Serialize;
+use serde_json::{Map, Value};
+
+pub const CONTENT_TYPE: &str = "application/problem+json";
+
+/// The IETF ratelimit-headers draft's problem types for denials.
+pub const QUOTA_EXCEEDED: &str = "https://iana.org/assignments/http-problem-types#quota-exceeded";
+pub const ABNORMAL_USAGE: &str =
+    "https://iana.org/assignments/http-problem-types#abnormal-usage-detected";
+pub const REDUCED_CAPACITY: &str =
+    "https://iana.org/assignments/http-problem-types#temporary-reduced-capacity";
+
+/// A problem: `type`, `title`, `status`, `detail`, and any extension members.
+#[derive(Debug, Clone, Serialize, utoipa::ToSchema)]
+pub struct Problem {
+    #[serde(rename = "type")]
+    pub kind: String,
+    pub title: String,
+    pub status: u16,
+    pub detail: String,
+    /// Extension members (`violated-policies`, `errors`, ...).
+    #[serde(flatten)]
+    #[schema(value_type = Object)]
+    pub extra: Map<String, Value>,
+}
+
+impl Problem {
+    /// A problem with no specific type (`about:blank`), titled by its status.
+    pub fn new(status: StatusCode, detail: impl Into<String>) -> Self {
+        Self {
+            kind: "about:blank".to_owned(),
+            title: status.canonical_reason().unwrap_or("Error").to_owned(),
+            status: status.as_u16(),
+            detail: detail.into(),
+            extra: Map::new(),
+        }
+    }
+
+    pub fn bad_request(detail: impl Into<String>) -> Self {
+        Self::new(StatusCode::BAD_REQUEST, detail)
+    }
+
+    pub fn with(mut self, key: &str, value: impl Into<Value>) -> Self {
+        self.extra.insert(key.to_owned(), value.into());
+        self
+    }
+
+    pub fn status_code(&self) -> StatusCode {
+        StatusCode::from_u16(self.status).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR)
+    }
+}
+
+impl IntoResponse for Problem {
+    fn into_response(self) -> Response {
+        let status = self.status_code();
+        let mut response = (status, Json(self)).into_response();
+        response
+            .headers_mut()
+            .insert(header::CONTENT_TYPE, HeaderValue::from_static(CONTENT_TYPE));
+        response
+    }
+}

@@ -1,0 +1,72 @@
+//! `POST /v1/report`: the upstream's outcome of a request (feeds the error-rate feature).
+
+use super::AppState;
+use super::body::JsonBody;
+use super::check::{MAX_ENDPOINT_BYTES, MAX_USER_BYTES, optional_ip, required_text};
+use super::problem::Problem;
+use axum::extract::State;
+use axum::http::StatusCode;
+use serde::Deserialize;
+use utoipa::ToSchema;
+
+#[derive(Debug, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ReportBody {
+    #[schema(example = "alice")]
+    pub user: Option<String>,
+    #[schema(example = "/login")]
+    pub endpoint: Option<String>,
+    /// The upstream's HTTP status, 100 to 599.
+    #[schema(example = 401, minimum = 100, maximum = 599)]
+    pub status: Option<i64>,
+    #[schema(example = "203.0.113.7")]
+    pub ip: Option<String>,
+    /// The upstream's latency in milliseconds, at least 0.
+    #[schema(example = 12)]
+    pub latency_ms: Option<f64>,
+}
+
+/// Accepts a report of an upstream outcome.
+#[utoipa::path(
+    post, path = "/v1/report", tag = "decisions",
+    request_body = ReportBody,
+    responses(
+        (status = 202, description = "Accepted"),
+        (status = 400, description = "Invalid report", body = Problem, content_type = "application/problem+json"),
+        (status = 413, description = "Body over 64 KiB", body = Problem, content_type = "application/problem+json"),
+        (status = 415, description = "Not JSON", body = Problem, content_type = "application/problem+json"),
+    )
+)]
+pub async fn report(
+    State(state): State<AppState>,
+    JsonBody(body): JsonBody<ReportBody>,
+) -> Result<StatusCode, Problem> {
+    required_text(body.user, "user", MAX_USER_BYTES)?;
+    required_text(body.endpoint, "endpoint", MAX_ENDPOINT_BYTES)?;
+    let status = match body.status {
+        None => return Err(Problem::bad_request("field `status` is required")),
+        Some(s) if (100..=599).contains(&s) => s,
+        Some(s) => {
+            return Err(Problem::bad_request(format!(
+                "field `status` must be between 100 and 599 (it is {s})"
+            )));
+        }
+    };
+    optional_ip(body.ip, "ip")?;
+    if let Some(latency) = body.latency_ms {
+        if !(latency.is_finite() && latency >= 0.0) {
+            return Err(Problem::bad_request(
+                "field `latency_ms` must be a number of milliseconds, at least 0",
+            ));
+        }
+    }
+    let class = match status {
+        100..=199 => "1xx",
+        200..=299 => "2xx",
+        300..=399 => "3xx",
+        400..=499 => "4xx",
+        _ => "5xx",
+    };
+    state.metrics.reports.with_label_values(&[class]).inc();
+    Ok(StatusCode::ACCEPTED)
+}
