@@ -135,6 +135,27 @@ impl<S: Store> Engine<S> {
         request: &CheckRequest<'_>,
         stored_tier: Option<&str>,
     ) -> Result<Plan, CheckError> {
+        self.plan_with(request, stored_tier, |policy, tier| {
+            Resolved::new(policy, tier, request.endpoint)
+        })
+    }
+
+    /// Like [`Engine::plan`], but with the limits of `default_endpoint` whatever
+    /// `request.endpoint` would match (the admin view of a subject without an endpoint).
+    pub fn plan_default_endpoint(
+        &self,
+        request: &CheckRequest<'_>,
+        stored_tier: Option<&str>,
+    ) -> Result<Plan, CheckError> {
+        self.plan_with(request, stored_tier, Resolved::default_endpoint)
+    }
+
+    fn plan_with(
+        &self,
+        request: &CheckRequest<'_>,
+        stored_tier: Option<&str>,
+        resolve: impl FnOnce(Arc<Policy>, usize) -> Resolved,
+    ) -> Result<Plan, CheckError> {
         let policy = self.policy.load_full();
         let tier = match request.tier {
             Some(name) => policy
@@ -144,7 +165,7 @@ impl<S: Store> Engine<S> {
                 .and_then(|name| policy.tier_index(name))
                 .unwrap_or(policy.default_tier),
         };
-        let resolved = Resolved::new(policy, tier, request.endpoint);
+        let resolved = resolve(policy, tier);
         let rule = resolved.rule();
         let ip = match (rule.key, request.ip) {
             (KeyScope::Ip, Some(ip)) => Some(self.hasher.ip(ip)),

@@ -21,6 +21,16 @@ impl Resolved {
         Self { policy, tier, rule }
     }
 
+    /// The tier with `default_endpoint`, whatever the endpoint rules would match (the admin
+    /// view of a subject's default limits: no path is sure to match no rule, `/*` matches all).
+    pub fn default_endpoint(policy: Arc<Policy>, tier: usize) -> Self {
+        Self {
+            policy,
+            tier,
+            rule: None,
+        }
+    }
+
     pub fn tier(&self) -> &Tier {
         &self.policy.tiers[self.tier]
     }

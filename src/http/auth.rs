@@ -5,7 +5,7 @@ use super::AppState;
 use super::check::{MAX_ENDPOINT_BYTES, MAX_USER_BYTES, undecidable};
 use super::decision;
 use super::problem::Problem;
-use crate::engine::{CheckRequest, Cost};
+use crate::engine::{CheckError, CheckRequest, Cost};
 use crate::metrics::Api;
 use axum::extract::{ConnectInfo, Request, State};
 use axum::http::HeaderMap;
@@ -94,11 +94,11 @@ pub async fn auth(State(state): State<AppState>, request: Request) -> Result<Res
         ip,
         cost: Cost::ONE,
     };
-    let decision = state
-        .engine
-        .check(&check)
-        .await
-        .map_err(|e| undecidable(&e, ""))?;
+    let decision = state.engine.check(&check).await.map_err(|e| match e {
+        // The tier came from a header here, not from a JSON field.
+        CheckError::UnknownTier(_) => Problem::bad_request(format!("header X-Tier: {e}")),
+        _ => undecidable(&e, ""),
+    })?;
     state.metrics.observe_decision(Api::Auth, started.elapsed());
     state.metrics.record_decision(&decision);
     Ok(decision::auth_response(&decision))

@@ -5,7 +5,7 @@ use super::problem::Problem;
 use axum::body::Body;
 use axum::extract::{FromRequest, Request};
 use axum::http::{StatusCode, header};
-use serde::de::DeserializeOwned;
+use serde::de::{Deserialize, DeserializeOwned, Deserializer, Visitor};
 
 /// The largest request body accepted.
 pub const MAX_BODY_BYTES: usize = 64 * 1024;
@@ -38,7 +38,7 @@ impl<S: Send + Sync, T: DeserializeOwned> FromRequest<S> for JsonBody<T> {
         }
         let bytes = axum::body::to_bytes(request.into_body(), MAX_BODY_BYTES)
             .await
-            .map_err(|_| too_large())?;
+            .map_err(|e| unreadable(&e))?;
         parse(&bytes).map(JsonBody)
     }
 }
@@ -46,6 +46,30 @@ impl<S: Send + Sync, T: DeserializeOwned> FromRequest<S> for JsonBody<T> {
 fn is_json(content_type: &str) -> bool {
     let essence = content_type.split(';').next().unwrap_or("").trim();
     essence.eq_ignore_ascii_case("application/json")
+}
+
+/// A body that could not be read: 413 when it is over the limit, else 400 with the transport's
+/// reason (a malformed chunked encoding, a connection cut short), not a misleading 413.
+fn unreadable(error: &axum::Error) -> Problem {
+    // The limit error is `http_body_util::LengthLimitError` (from `to_bytes` here or from
+    // `RequestBodyLimitLayer`), possibly wrapped in `axum::Error`s; that crate is not a
+    // dependency of ours, so it is recognised by its message.
+    let mut reasons: Vec<String> = Vec::new();
+    let mut next: Option<&(dyn std::error::Error + 'static)> = Some(error);
+    while let Some(e) = next {
+        let text = e.to_string();
+        if text == "length limit exceeded" {
+            return too_large();
+        }
+        if reasons.last() != Some(&text) {
+            reasons.push(text);
+        }
+        next = e.source();
+    }
+    Problem::bad_request(format!(
+        "the request body could not be read: {}",
+        reasons.join(": ")
+    ))
 }
 
 pub fn too_large() -> Problem {
@@ -56,6 +80,7 @@ pub fn too_large() -> Problem {
 }
 
 /// Parses JSON, naming the field (as a path such as `requests[2].cost`) a type error is in.
+/// `T` must be a struct: it is read from a JSON object only (see [`Object`]).
 pub fn parse<T: DeserializeOwned>(bytes: &[u8]) -> Result<T, Problem> {
     if bytes.iter().all(u8::is_ascii_whitespace) {
         return Err(Problem::bad_request(
@@ -63,8 +88,9 @@ pub fn parse<T: DeserializeOwned>(bytes: &[u8]) -> Result<T, Problem> {
         ));
     }
     let mut de = serde_json::Deserializer::from_slice(bytes);
-    let value = serde_path_to_error::deserialize(&mut de).map_err(|e| {
+    let value: Object<T> = serde_path_to_error::deserialize(&mut de).map_err(|e| {
         let path = e.path().to_string();
+        let parent = parent(e.path());
         let inner = e.into_inner();
         if inner.is_syntax() || inner.is_eof() {
             Problem::bad_request(format!("malformed JSON: {inner}"))
@@ -72,9 +98,9 @@ pub fn parse<T: DeserializeOwned>(bytes: &[u8]) -> Result<T, Problem> {
             Problem::bad_request(format!("invalid request: {}", plain(&inner)))
         } else if inner.to_string().starts_with("unknown field") {
             // The path ends with the unknown field itself; the message names it already.
-            match path.rsplit_once('.') {
-                Some((parent, _)) => Problem::bad_request(format!("{parent}: {}", plain(&inner))),
-                None => Problem::bad_request(plain(&inner)),
+            match parent.is_empty() {
+                false => Problem::bad_request(format!("{parent}: {}", plain(&inner))),
+                true => Problem::bad_request(plain(&inner)),
             }
         } else {
             Problem::bad_request(format!("field `{path}`: {}", plain(&inner)))
@@ -82,7 +108,72 @@ pub fn parse<T: DeserializeOwned>(bytes: &[u8]) -> Result<T, Problem> {
     })?;
     de.end()
         .map_err(|e| Problem::bad_request(format!("malformed JSON: {e}")))?;
-    Ok(value)
+    Ok(value.0)
+}
+
+/// A derived struct read from a JSON object only. Serde's derived structs also accept an
+/// array of their fields in order, which would let `["alice", "/x"]` pass for a check.
+pub struct Object<T>(pub T);
+
+impl<'de, T: Deserialize<'de>> Deserialize<'de> for Object<T> {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        T::deserialize(MapOnly(deserializer)).map(Object)
+    }
+}
+
+/// For `#[serde(default, deserialize_with = "objects")]` on an `Option<Vec<T>>` of structs.
+pub fn objects<'de, D, T>(deserializer: D) -> Result<Option<Vec<T>>, D::Error>
+where
+    D: Deserializer<'de>,
+    T: Deserialize<'de>,
+{
+    let items = Option::<Vec<Object<T>>>::deserialize(deserializer)?;
+    Ok(items.map(|items| items.into_iter().map(|o| o.0).collect()))
+}
+
+/// Reads a struct as a map (never as a sequence); everything else as the inner deserializer.
+struct MapOnly<D>(D);
+
+impl<'de, D: Deserializer<'de>> Deserializer<'de> for MapOnly<D> {
+    type Error = D::Error;
+
+    fn deserialize_any<V: Visitor<'de>>(self, visitor: V) -> Result<V::Value, D::Error> {
+        self.0.deserialize_any(visitor)
+    }
+
+    fn deserialize_struct<V: Visitor<'de>>(
+        self,
+        _name: &'static str,
+        _fields: &'static [&'static str],
+        visitor: V,
+    ) -> Result<V::Value, D::Error> {
+        self.0.deserialize_map(visitor)
+    }
+
+    serde::forward_to_deserialize_any! {
+        bool i8 i16 i32 i64 i128 u8 u16 u32 u64 u128 f32 f64 char str string bytes byte_buf
+        option unit unit_struct newtype_struct seq tuple tuple_struct map enum identifier
+        ignored_any
+    }
+}
+
+/// The path of the object that holds the last segment (`requests[2]` for `requests[2].cots`),
+/// empty at the top level. Built from the segments, as a key may contain a `.` itself.
+fn parent(path: &serde_path_to_error::Path) -> String {
+    let segments: Vec<&serde_path_to_error::Segment> = path.iter().collect();
+    let mut out = String::new();
+    for segment in &segments[..segments.len().saturating_sub(1)] {
+        match segment {
+            serde_path_to_error::Segment::Seq { index } => out.push_str(&format!("[{index}]")),
+            other => {
+                if !out.is_empty() {
+                    out.push('.');
+                }
+                out.push_str(&other.to_string());
+            }
+        }
+    }
+    out
 }
 
 /// serde_json's message without its ` at line 1 column 9` suffix (the path says where).

@@ -106,7 +106,10 @@ impl CheckBody {
 pub fn undecidable(error: &CheckError, at: &str) -> Problem {
     match error {
         CheckError::UnknownTier(_) => Problem::bad_request(format!("field `{at}tier`: {error}")),
-        CheckError::MissingIp { .. } => Problem::bad_request(format!("{at}{error}")),
+        CheckError::MissingIp { .. } => match at.strip_suffix('.') {
+            Some(item) => Problem::bad_request(format!("{item}: {error}")),
+            None => Problem::bad_request(error.to_string()),
+        },
     }
 }
 
@@ -143,6 +146,7 @@ pub async fn check(
 #[serde(deny_unknown_fields)]
 pub struct BatchBody {
     /// 1 to 1000 check requests, decided in order, each as if sent alone.
+    #[serde(default, deserialize_with = "super::body::objects")]
     pub requests: Option<Vec<CheckBody>>,
 }
 

@@ -26,6 +26,7 @@ use problem::Problem;
 use std::sync::Arc;
 use std::time::Duration;
 use tower_http::catch_panic::CatchPanicLayer;
+use tower_http::limit::RequestBodyLimitLayer;
 use tower_http::timeout::TimeoutLayer;
 use utoipa::OpenApi;
 use utoipa_axum::router::OpenApiRouter;
@@ -74,6 +75,7 @@ pub fn router_and_openapi(state: AppState) -> (Router, utoipa::openapi::OpenApi)
             axum::routing::get(move || async move { axum::Json(document) }),
         )
         .fallback(not_found)
+        .layer(RequestBodyLimitLayer::new(body::MAX_BODY_BYTES))
         .layer(middleware::from_fn(problems_only))
         .layer(CatchPanicLayer::custom(|_| {
             Problem::new(
@@ -113,6 +115,22 @@ async fn problems_only(request: Request, next: Next) -> Response {
     if status.as_u16() < 400 || is_problem {
         return response;
     }
+    let (parts, original) = response.into_parts();
+    // axum's own rejections (a path or query that does not parse) say what is wrong in a short
+    // text/plain body: keep that as the detail.
+    let is_text = parts
+        .headers
+        .get(header::CONTENT_TYPE)
+        .is_some_and(|v| v.as_bytes().starts_with(b"text/plain"));
+    let text = match is_text {
+        true => axum::body::to_bytes(original, 4096)
+            .await
+            .ok()
+            .and_then(|b| String::from_utf8(b.to_vec()).ok())
+            .map(|s| s.trim().to_owned())
+            .filter(|s| !s.is_empty()),
+        false => None,
+    };
     let detail = match status {
         StatusCode::METHOD_NOT_ALLOWED => format!("{path} does not accept {method}"),
         StatusCode::REQUEST_TIMEOUT => format!(
@@ -120,10 +138,10 @@ async fn problems_only(request: Request, next: Next) -> Response {
             REQUEST_TIMEOUT.as_secs()
         ),
         StatusCode::PAYLOAD_TOO_LARGE => body::too_large().detail,
-        other => other.canonical_reason().unwrap_or("error").to_owned(),
+        other => text.unwrap_or_else(|| other.canonical_reason().unwrap_or("error").to_owned()),
     };
     let mut problem = Problem::new(status, detail).into_response();
-    for (name, value) in response.headers() {
+    for (name, value) in &parts.headers {
         if name != header::CONTENT_TYPE && name != header::CONTENT_LENGTH {
             problem.headers_mut().insert(name.clone(), value.clone());
         }

@@ -2,6 +2,7 @@
 #![allow(dead_code)]
 
 pub mod daemon;
+pub mod http;
 
 use ratewarden::clock::ManualClock;
 use ratewarden::engine::{CheckRequest, Decision, Engine, SubjectHasher};
@@ -10,7 +11,8 @@ use ratewarden::store::MemoryStore;
 use std::path::Path;
 use std::sync::Arc;
 
-/// 2023-11-14T22:13:20Z, a whole hour, so window edges are easy to reason about.
+/// 2023-11-14T22:13:20Z (20 s into a minute, 13 min 20 s into an hour: epoch-aligned windows
+/// do not start here).
 pub const START: u64 = 1_700_000_000_000_000;
 
 pub const EXAMPLE_POLICY: &str = include_str!("../../ratewarden.yaml");
