@@ -8,7 +8,7 @@ use crate::engine::{Engine, SubjectHasher};
 use crate::http::{AppState, router};
 use crate::metrics::Metrics;
 use crate::policy::{Policy, PolicyErrors};
-use crate::store::{self, OpenError};
+use crate::store::{self, MemoryStore, OpenError};
 use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -66,10 +66,16 @@ pub async fn serve(config: ServeConfig) -> Result<(), ServeError> {
     }
     let system_clock = SystemClock::new();
     let clock: Arc<dyn Clock> = Arc::new(system_clock.clone());
-    let store = store::open(&policy.store, clock)?;
+    let store = store::open(&policy.store, clock.clone()).await?;
+    let remote = !matches!(store, store::Backend::Memory(_));
+    let max_keys = policy.store.max_keys.get();
     let metrics = Arc::new(Metrics::new());
-    let engine = Engine::new(policy, store, hasher_from(config.hash_key.as_deref()))
+    let mut engine = Engine::new(policy, store, hasher_from(config.hash_key.as_deref()))
         .with_metrics(metrics.clone());
+    if remote {
+        // store.on_error: local answers from this per-instance limiter while the store fails.
+        engine = engine.with_fallback(MemoryStore::new(clock, max_keys));
+    }
     let engine = Arc::new(engine);
 
     let reloader = Reloader::new(config.policy.clone(), engine.clone());

@@ -1,15 +1,19 @@
 //! Compiling raw YAML into a [`Policy`], collecting every error with its path.
+//!
+//! This file holds the whole-file pass and the `store` and `identity` sections; the limits of
+//! tiers and endpoint rules and the `adaptive` section each have their own module, as they are
+//! long and change for their own reasons.
+
+mod adaptive;
+mod limits;
 
 use super::fields::{Errors, join};
-use super::raw::{
-    RawAdaptive, RawAnomaly, RawEndpoint, RawIdentity, RawLimit, RawLoad, RawPolicy, RawStore,
-    RawTier,
-};
+use super::raw::{RawIdentity, RawPolicy, RawStore};
 use super::{
-    Adaptive, AnomalySettings, EndpointRule, Identity, KeyScope, Limit, LoadSettings, OnError,
-    PathPattern, Policy, PolicyErrors, StoreConfig, StoreUrl, Tier,
+    EndpointRule, Identity, KeyScope, OnError, PathPattern, Policy, PolicyErrors, StoreConfig,
+    StoreUrl,
 };
-use crate::algorithm::Algorithm;
+use limits::{compile_endpoint, compile_tier, limits};
 use serde_yaml_ng::Value;
 use std::collections::HashSet;
 use std::num::NonZeroU64;
@@ -31,16 +35,6 @@ const TOP_KEYS: &[&str] = &[
     "default_endpoint",
     "adaptive",
 ];
-const LIMIT_KEYS: &[&str] = &[
-    "name",
-    "algorithm",
-    "requests",
-    "window",
-    "burst",
-    "shadow",
-    "adaptive",
-];
-
 pub(super) fn compile(text: &str, base_dir: &Path) -> Result<Policy, PolicyErrors> {
     let raw: RawPolicy = if text.trim().is_empty() {
         RawPolicy::default()
@@ -131,7 +125,7 @@ pub(super) fn compile(text: &str, base_dir: &Path) -> Result<Policy, PolicyError
         .filter(|v| !v.is_null())
         .and_then(|v| e.string("envoy_config", v))
         .map(|dir| base_dir.join(dir));
-    let adaptive = adaptive(&mut e, base_dir, raw.adaptive.unwrap_or_default());
+    let adaptive = adaptive::adaptive(&mut e, base_dir, raw.adaptive.unwrap_or_default());
 
     let policy = Policy {
         store,
@@ -281,283 +275,5 @@ fn identity(e: &mut Errors, raw: RawIdentity) -> Identity {
         header,
         trust_forwarded: e.boolean("identity.trust_forwarded", &raw.trust_forwarded, false),
         trust_tier_header: e.boolean("identity.trust_tier_header", &raw.trust_tier_header, false),
-    }
-}
-
-fn compile_tier(e: &mut Errors, name: &str, raw: &RawTier) -> Tier {
-    let path = format!("tiers.{name}");
-    e.unknown_keys(&path, &raw.unknown, &["adaptive", "limits"]);
-    let adaptive = e.boolean(&join(&path, "adaptive"), &raw.adaptive, true);
-    if raw.limits.is_none() {
-        e.push(&join(&path, "limits"), "is required");
-    }
-    let limits = limits(
-        e,
-        &path,
-        raw.limits.as_deref(),
-        &format!("t:{name}:"),
-        &format!("tier:{name}/"),
-    );
-    Tier {
-        name: name.to_owned(),
-        adaptive,
-        limits,
-    }
-}
-
-fn compile_endpoint(e: &mut Errors, path: &str, raw: &RawEndpoint) -> Option<EndpointRule> {
-    e.unknown_keys(path, &raw.unknown, &["path", "key", "adaptive", "limits"]);
-    let pattern_path = join(path, "path");
-    let pattern = e
-        .required(&pattern_path, &raw.path)
-        .and_then(|v| e.string(&pattern_path, v))
-        .and_then(|p| {
-            let (body, prefix) = match p.strip_suffix('*') {
-                Some(body) => (body, true),
-                None => (p.as_str(), false),
-            };
-            if !p.starts_with('/') {
-                e.push(&pattern_path, format!("\"{p}\" must start with /"));
-                None
-            } else if body.contains('*') {
-                e.push(
-                    &pattern_path,
-                    format!("\"{p}\": * is allowed only at the end"),
-                );
-                None
-            } else if prefix {
-                Some(PathPattern::Prefix(body.to_owned()))
-            } else {
-                Some(PathPattern::Exact(body.to_owned()))
-            }
-        });
-    let key_path = join(path, "key");
-    let key = match raw.key.as_ref().filter(|v| !v.is_null()) {
-        None => KeyScope::User,
-        Some(v) => match e.string(&key_path, v).as_deref() {
-            Some("user") | None => KeyScope::User,
-            Some("ip") => KeyScope::Ip,
-            Some(other) => {
-                e.push(
-                    &key_path,
-                    format!("unknown key scope \"{other}\" (expected user or ip)"),
-                );
-                KeyScope::User
-            }
-        },
-    };
-    let adaptive = e.boolean(&join(path, "adaptive"), &raw.adaptive, true);
-    if raw.limits.is_none() {
-        e.push(&join(path, "limits"), "is required");
-    }
-    let shown = pattern
-        .as_ref()
-        .map_or_else(|| path.to_owned(), PathPattern::display);
-    let limits = limits(
-        e,
-        path,
-        raw.limits.as_deref(),
-        &format!("e:{shown}:"),
-        &format!("endpoint:{shown}/"),
-    );
-    Some(EndpointRule {
-        pattern: pattern?,
-        key,
-        adaptive,
-        limits,
-        path_in_file: path.to_owned(),
-    })
-}
-
-fn limits(
-    e: &mut Errors,
-    scope: &str,
-    raw: Option<&[RawLimit]>,
-    id_prefix: &str,
-    label_prefix: &str,
-) -> Vec<Limit> {
-    let mut names = HashSet::new();
-    let mut out = Vec::new();
-    for (i, raw) in raw.unwrap_or_default().iter().enumerate() {
-        let path = format!("{scope}.limits[{i}]");
-        if let Some(Value::String(name)) = &raw.name {
-            if !names.insert(name.clone()) {
-                e.push(
-                    &join(&path, "name"),
-                    format!("duplicate limit name \"{name}\" in {scope}"),
-                );
-            }
-        }
-        out.extend(limit(e, &path, raw, id_prefix, label_prefix));
-    }
-    out
-}
-
-fn limit(
-    e: &mut Errors,
-    path: &str,
-    raw: &RawLimit,
-    id_prefix: &str,
-    label_prefix: &str,
-) -> Option<Limit> {
-    e.unknown_keys(path, &raw.unknown, LIMIT_KEYS);
-    let at = |key: &str| join(path, key);
-    let name = e
-        .required(&at("name"), &raw.name)
-        .and_then(|v| e.string(&at("name"), v));
-    let algorithm = e
-        .required(&at("algorithm"), &raw.algorithm)
-        .and_then(|v| match v {
-            Value::String(s) => Algorithm::from_name(s).or_else(|| {
-                let known: Vec<_> = Algorithm::ALL.iter().map(|a| a.name()).collect();
-                e.push(
-                    &at("algorithm"),
-                    format!(
-                        "unknown algorithm \"{s}\" (expected one of {})",
-                        known.join(", ")
-                    ),
-                );
-                None
-            }),
-            _ => {
-                e.push(&at("algorithm"), "must be a string");
-                None
-            }
-        });
-    let requests = e
-        .required(&at("requests"), &raw.requests)
-        .and_then(|v| e.count(&at("requests"), v, 1, MAX_COUNT));
-    let window = match e.required(&at("window"), &raw.window) {
-        Some(_) => Some(e.duration(&at("window"), &raw.window, Duration::ZERO, false))
-            .filter(|d| !d.is_zero()),
-        None => None,
-    };
-    let burst = match raw.burst.as_ref().filter(|v| !v.is_null()) {
-        None => requests,
-        Some(v) => {
-            let burst = e.count(&at("burst"), v, 1, MAX_COUNT);
-            if algorithm.is_some_and(|a| !a.reports_burst()) {
-                e.push(&at("burst"), "applies only to token_bucket and gcra");
-            }
-            burst
-        }
-    };
-    let shadow = e.boolean(&at("shadow"), &raw.shadow, false);
-    let adaptive = e.boolean(&at("adaptive"), &raw.adaptive, true);
-    let name = name?;
-    let id = format!("{id_prefix}{name}");
-    Some(Limit {
-        id_hash: super::hash_limit_id(&id),
-        id,
-        label: format!("{label_prefix}{name}"),
-        name,
-        algorithm: algorithm?,
-        requests: NonZeroU64::new(requests?)?,
-        window: window?,
-        burst: NonZeroU64::new(burst?)?,
-        shadow,
-        adaptive,
-    })
-}
-
-fn adaptive(e: &mut Errors, base_dir: &Path, raw: RawAdaptive) -> Adaptive {
-    e.unknown_keys("adaptive", &raw.unknown, &["interval", "load", "anomaly"]);
-    let interval = e.duration(
-        "adaptive.interval",
-        &raw.interval,
-        Duration::from_secs(1),
-        false,
-    );
-    Adaptive {
-        interval,
-        load: load(e, raw.load.unwrap_or_default()),
-        anomaly: anomaly(e, base_dir, raw.anomaly.unwrap_or_default()),
-    }
-}
-
-fn factor(x: f64) -> Option<&'static str> {
-    (!(x > 0.0 && x <= 10.0)).then_some("must be greater than 0 and at most 10")
-}
-
-fn unit_interval(x: f64) -> Option<&'static str> {
-    (!(0.0..=1.0).contains(&x)).then_some("must be between 0 and 1")
-}
-
-fn load(e: &mut Errors, raw: RawLoad) -> LoadSettings {
-    e.unknown_keys(
-        "adaptive.load",
-        &raw.unknown,
-        &["high", "low", "high_factor", "low_factor", "smoothing"],
-    );
-    let before = e.len();
-    let high = e.number("adaptive.load.high", &raw.high, 0.8, unit_interval);
-    let low = e.number("adaptive.load.low", &raw.low, 0.3, unit_interval);
-    // Compared only when both were accepted: a refused one stands in as its default.
-    if e.len() == before && low >= high {
-        e.push(
-            "adaptive.load.low",
-            format!("must be below adaptive.load.high ({high})"),
-        );
-    }
-    LoadSettings {
-        high,
-        low,
-        high_factor: e.number("adaptive.load.high_factor", &raw.high_factor, 0.5, factor),
-        low_factor: e.number("adaptive.load.low_factor", &raw.low_factor, 1.5, factor),
-        smoothing: e.number("adaptive.load.smoothing", &raw.smoothing, 0.3, |x| {
-            (!(x > 0.0 && x <= 1.0)).then_some("must be greater than 0 and at most 1")
-        }),
-    }
-}
-
-fn anomaly(e: &mut Errors, base_dir: &Path, raw: RawAnomaly) -> AnomalySettings {
-    e.unknown_keys(
-        "adaptive.anomaly",
-        &raw.unknown,
-        &[
-            "model",
-            "threshold",
-            "factor",
-            "window",
-            "min_requests",
-            "hold",
-            "shadow",
-        ],
-    );
-    let model = raw
-        .model
-        .as_ref()
-        .filter(|v| !v.is_null())
-        .and_then(|v| e.string("adaptive.anomaly.model", v))
-        .map(|m| base_dir.join(m));
-    let min_requests = raw
-        .min_requests
-        .as_ref()
-        .filter(|v| !v.is_null())
-        .and_then(|v| e.count("adaptive.anomaly.min_requests", v, 1, MAX_COUNT))
-        .unwrap_or(20);
-    AnomalySettings {
-        model,
-        threshold: e.number(
-            "adaptive.anomaly.threshold",
-            &raw.threshold,
-            0.8,
-            unit_interval,
-        ),
-        factor: e.number("adaptive.anomaly.factor", &raw.factor, 0.1, unit_interval),
-        window: e.duration(
-            "adaptive.anomaly.window",
-            &raw.window,
-            Duration::from_secs(600),
-            false,
-        ),
-        min_requests: NonZeroU64::new(min_requests).unwrap_or(NonZeroU64::MIN),
-        hold: e.duration(
-            "adaptive.anomaly.hold",
-            &raw.hold,
-            Duration::from_secs(300),
-            true,
-        ),
-        shadow: e.boolean("adaptive.anomaly.shadow", &raw.shadow, false),
     }
 }

@@ -7,6 +7,7 @@
 
 mod key;
 mod memory;
+mod redis;
 
 use crate::algorithm::{Outcome, Rate};
 use smallvec::SmallVec;
@@ -14,6 +15,7 @@ use std::future::Future;
 
 pub use key::{KeyHash, LimitId};
 pub use memory::MemoryStore;
+pub use redis::RedisStore;
 
 /// One limit to check within a request.
 #[derive(Debug, Clone)]
@@ -123,48 +125,56 @@ pub trait Store: Send + Sync + 'static {
 /// The store a daemon runs on, chosen at start-up from `store.url`.
 pub enum Backend {
     Memory(MemoryStore),
+    Redis(RedisStore),
 }
 
 impl Store for Backend {
     fn kind(&self) -> StoreKind {
         match self {
             Backend::Memory(s) => s.kind(),
+            Backend::Redis(s) => s.kind(),
         }
     }
 
     async fn apply(&self, request: &Request<'_>) -> Result<Applied, StoreError> {
         match self {
             Backend::Memory(s) => s.apply(request).await,
+            Backend::Redis(s) => s.apply(request).await,
         }
     }
 
     async fn apply_batch(&self, requests: &[Request<'_>]) -> Vec<Result<Applied, StoreError>> {
         match self {
             Backend::Memory(s) => s.apply_batch(requests).await,
+            Backend::Redis(s) => s.apply_batch(requests).await,
         }
     }
 
     async fn ping(&self) -> Result<(), StoreError> {
         match self {
             Backend::Memory(s) => s.ping().await,
+            Backend::Redis(s) => s.ping().await,
         }
     }
 
     fn has_tiers(&self) -> bool {
         match self {
             Backend::Memory(s) => s.has_tiers(),
+            Backend::Redis(s) => s.has_tiers(),
         }
     }
 
     async fn tier(&self, subject: KeyHash) -> Result<Option<String>, StoreError> {
         match self {
             Backend::Memory(s) => s.tier(subject).await,
+            Backend::Redis(s) => s.tier(subject).await,
         }
     }
 
     async fn set_tier(&self, subject: KeyHash, tier: Option<&str>) -> Result<(), StoreError> {
         match self {
             Backend::Memory(s) => s.set_tier(subject, tier).await,
+            Backend::Redis(s) => s.set_tier(subject, tier).await,
         }
     }
 }
@@ -174,6 +184,8 @@ impl Backend {
     pub fn sweep(&self) {
         match self {
             Backend::Memory(s) => s.sweep_expired(),
+            // Redis expires keys by their TTLs.
+            Backend::Redis(_) => {}
         }
     }
 }
@@ -181,24 +193,40 @@ impl Backend {
 /// Why a store could not be opened.
 #[derive(Debug, thiserror::Error)]
 pub enum OpenError {
-    #[error("store {0} is not supported by this build yet (only memory:// is)")]
+    #[error("store {0} is not supported by this build yet")]
     Unsupported(String),
+    #[error("cannot open store {url}: {source}")]
+    Redis {
+        url: String,
+        source: ::redis::RedisError,
+    },
 }
 
 /// Opens the store a policy names.
-pub fn open(
+pub async fn open(
     config: &crate::policy::StoreConfig,
     clock: std::sync::Arc<dyn crate::clock::Clock>,
 ) -> Result<Backend, OpenError> {
     use crate::policy::StoreUrl;
+    let (prefix, timeout) = (&config.key_prefix, config.timeout);
     match &config.url {
         StoreUrl::Memory => Ok(Backend::Memory(MemoryStore::new(
             clock,
             config.max_keys.get(),
         ))),
-        StoreUrl::Redis(url) | StoreUrl::RedisSentinel(url) => {
-            Err(OpenError::Unsupported(url.clone()))
-        }
-        StoreUrl::RedisCluster(nodes) => Err(OpenError::Unsupported(nodes.join(","))),
+        StoreUrl::Redis(url) => RedisStore::connect(url, prefix, timeout)
+            .map(Backend::Redis)
+            .map_err(|source| OpenError::Redis {
+                url: url.clone(),
+                source,
+            }),
+        StoreUrl::RedisCluster(nodes) => RedisStore::connect_cluster(nodes, prefix, timeout)
+            .await
+            .map(Backend::Redis)
+            .map_err(|source| OpenError::Redis {
+                url: nodes.join(","),
+                source,
+            }),
+        StoreUrl::RedisSentinel(url) => Err(OpenError::Unsupported(url.clone())),
     }
 }

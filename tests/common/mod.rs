@@ -3,6 +3,7 @@
 
 pub mod daemon;
 pub mod http;
+pub mod redis;
 
 use ratewarden::clock::ManualClock;
 use ratewarden::engine::{CheckRequest, Decision, Engine, SubjectHasher};

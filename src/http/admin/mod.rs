@@ -1,0 +1,154 @@
+//! The admin API under `/v1/admin/`: its routes, its bearer-token gate and what its handlers
+//! share.
+//!
+//! It answers 404 unless `RATEWARDEN_ADMIN_TOKEN` is set, and then only to
+//! `Authorization: Bearer <token>`, compared in constant time ([`Admin`]). Subjects are named by
+//! their raw id in the path, but answers only ever carry the keyed hash of it. The handlers live
+//! one concern a file: live thresholds, the view of one subject, stored tiers and policy reload.
+
+mod reload;
+mod subjects;
+mod thresholds;
+mod tier;
+
+use super::AppState;
+use super::check::MAX_USER_BYTES;
+use super::problem::Problem;
+use crate::store::StoreError;
+use axum::extract::FromRequestParts;
+use axum::http::request::Parts;
+use axum::http::{HeaderValue, StatusCode, header};
+use axum::response::{IntoResponse, Response};
+use parking_lot::Mutex;
+use serde::{Deserialize, Deserializer};
+use subtle::ConstantTimeEq;
+use utoipa::openapi::security::{Http, HttpAuthScheme, SecurityScheme};
+use utoipa::{Modify, OpenApi};
+use utoipa_axum::router::OpenApiRouter;
+use utoipa_axum::routes;
+
+/// Serialises the admin writes of the thresholds (read, merge, validate, store; and reload,
+/// which resets them), so two concurrent `PUT`s of different fields do not lose one.
+static THRESHOLD_WRITES: Mutex<()> = Mutex::new(());
+
+#[derive(OpenApi)]
+#[openapi(modifiers(&BearerScheme))]
+struct AdminDoc;
+
+/// Declares the `bearer` security scheme the admin paths require.
+struct BearerScheme;
+
+impl Modify for BearerScheme {
+    fn modify(&self, openapi: &mut utoipa::openapi::OpenApi) {
+        openapi
+            .components
+            .get_or_insert_with(Default::default)
+            .add_security_scheme(
+                "bearer",
+                SecurityScheme::Http(Http::new(HttpAuthScheme::Bearer)),
+            );
+    }
+}
+pub fn routes() -> OpenApiRouter<AppState> {
+    OpenApiRouter::with_openapi(AdminDoc::openapi())
+        .routes(routes!(
+            thresholds::get_thresholds,
+            thresholds::put_thresholds
+        ))
+        .routes(routes!(subjects::subject))
+        .routes(routes!(tier::put_tier))
+        .routes(routes!(reload::reload))
+}
+
+// ---------------------------------------------------------------------------------------------
+// Authentication
+
+/// Proof that a request may use the admin API: the API is enabled and the request carries its
+/// token. Handlers take it first, so a disabled API is a 404 and a bad token a 401 before any
+/// other part of the request is looked at.
+pub struct Admin;
+
+impl FromRequestParts<AppState> for Admin {
+    type Rejection = Response;
+
+    async fn from_request_parts(parts: &mut Parts, state: &AppState) -> Result<Self, Response> {
+        let Some(token) = state.admin_token.as_deref() else {
+            return Err(Problem::new(
+                StatusCode::NOT_FOUND,
+                "the admin API is disabled: set RATEWARDEN_ADMIN_TOKEN",
+            )
+            .into_response());
+        };
+        let presented = match parts.headers.get(header::AUTHORIZATION) {
+            None => return Err(unauthorized(None)),
+            Some(value) => bearer_token(value.as_bytes()),
+        };
+        match presented {
+            None => Err(unauthorized(Some(
+                "the Authorization header must be `Bearer <token>`",
+            ))),
+            Some(presented) if token_matches(presented, token.as_bytes()) => Ok(Admin),
+            Some(_) => Err(unauthorized(Some("wrong admin token"))),
+        }
+    }
+}
+
+/// The token of an `Authorization: Bearer <token>` value (the scheme is case-insensitive).
+fn bearer_token(value: &[u8]) -> Option<&[u8]> {
+    const SCHEME: &[u8] = b"bearer ";
+    if value.len() <= SCHEME.len() || !value[..SCHEME.len()].eq_ignore_ascii_case(SCHEME) {
+        return None;
+    }
+    let token = value[SCHEME.len()..].trim_ascii();
+    (!token.is_empty()).then_some(token)
+}
+
+/// Compares in constant time. Both sides are hashed first: comparing the fixed-size digests
+/// takes the same time whatever the lengths, where comparing the tokens themselves would stop
+/// early on a length mismatch and so reveal the token's length.
+fn token_matches(presented: &[u8], expected: &[u8]) -> bool {
+    let presented = blake3::hash(presented);
+    let expected = blake3::hash(expected);
+    presented.as_bytes().ct_eq(expected.as_bytes()).into()
+}
+
+/// A 401 with `WWW-Authenticate: Bearer` (RFC 6750: `error="invalid_token"` when a token was
+/// presented but is not the right one, no error code when none was presented).
+fn unauthorized(problem: Option<&str>) -> Response {
+    let (detail, challenge) = match problem {
+        None => (
+            "missing Authorization header: the admin API needs `Authorization: Bearer <token>`",
+            "Bearer",
+        ),
+        Some(detail) => (detail, "Bearer error=\"invalid_token\""),
+    };
+    let mut response = Problem::new(StatusCode::UNAUTHORIZED, detail).into_response();
+    response.headers_mut().insert(
+        header::WWW_AUTHENTICATE,
+        HeaderValue::from_static(challenge),
+    );
+    response
+}
+
+// ---------------------------------------------------------------------------------------------
+// Shared by the handlers
+
+/// A field that is present: `Some` of its value (which for an `Option` may itself be `None`,
+/// an explicit `null`). With `#[serde(default)]`, an absent field stays `None`.
+fn present<'de, D: Deserializer<'de>, T: Deserialize<'de>>(d: D) -> Result<Option<T>, D::Error> {
+    T::deserialize(d).map(Some)
+}
+
+fn check_user(user: &str) -> Result<(), Problem> {
+    if user.is_empty() || user.len() > MAX_USER_BYTES {
+        return Err(Problem::bad_request(format!(
+            "the user in the path must be 1 to {MAX_USER_BYTES} bytes (it has {})",
+            user.len()
+        )));
+    }
+    Ok(())
+}
+
+fn store_problem(error: StoreError) -> Problem {
+    Problem::new(StatusCode::SERVICE_UNAVAILABLE, error.to_string())
+}

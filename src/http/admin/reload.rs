@@ -1,0 +1,68 @@
+//! `POST /v1/admin/reload`: reloads the policy file on request.
+//!
+//! Signals and file watching cover an operator on the host; this covers one who only has the
+//! API, and answers with every error of a refused file instead of only logging them.
+
+use super::{Admin, THRESHOLD_WRITES};
+use crate::http::AppState;
+use crate::http::problem::Problem;
+use axum::Json;
+use axum::extract::State;
+use axum::http::StatusCode;
+use serde::Serialize;
+use utoipa::ToSchema;
+
+#[derive(Debug, Serialize, ToSchema)]
+pub struct Reloaded {
+    pub reloaded: bool,
+}
+
+/// Reloads the policy file. A file that fails validation is refused with every error (`errors`)
+/// and the policy in force stays. A reload resets the thresholds to the file's values.
+#[utoipa::path(
+    post, path = "/v1/admin/reload", tag = "admin",
+    security(("bearer" = [])),
+    responses(
+        (status = 200, description = "Reloaded", body = Reloaded),
+        (status = 401, description = "Missing or wrong token", body = Problem, content_type = "application/problem+json"),
+        (status = 404, description = "The admin API is disabled, or there is no policy file", body = Problem, content_type = "application/problem+json"),
+        (status = 422, description = "The file was refused; `errors` lists every error", body = Problem, content_type = "application/problem+json"),
+    )
+)]
+pub async fn reload(_: Admin, State(state): State<AppState>) -> Result<Json<Reloaded>, Problem> {
+    let Some(reloader) = state.reloader.clone() else {
+        return Err(Problem::new(
+            StatusCode::NOT_FOUND,
+            "no policy file to reload (the daemon was not started from one)",
+        ));
+    };
+    // Reading the file blocks: off the async workers.
+    let outcome = tokio::task::spawn_blocking(move || {
+        let _writes = THRESHOLD_WRITES.lock();
+        reloader
+            .reload("admin API")
+            .map_err(|errors| (reloader.path().display().to_string(), errors))
+    })
+    .await
+    .map_err(|_| {
+        Problem::new(
+            StatusCode::INTERNAL_SERVER_ERROR,
+            "the reload failed unexpectedly (a bug: please report it)",
+        )
+    })?;
+    match outcome {
+        Ok(()) => Ok(Json(Reloaded { reloaded: true })),
+        Err((path, errors)) => {
+            let lines = errors.lines();
+            Err(Problem::new(
+                StatusCode::UNPROCESSABLE_ENTITY,
+                format!(
+                    "policy {path} refused ({} error{}); the policy in force stays",
+                    lines.len(),
+                    if lines.len() == 1 { "" } else { "s" }
+                ),
+            )
+            .with("errors", lines))
+        }
+    }
+}

@@ -1,0 +1,202 @@
+//! `GET` and `PUT /v1/admin/thresholds`: the live anomaly and load tuning values.
+//!
+//! A `PUT` is a patch validated as a whole against the merged result, so a request that moves
+//! `load_low` and `load_high` together is judged on where both end up, and a refused one
+//! changes nothing.
+
+use super::{Admin, THRESHOLD_WRITES, present};
+use crate::engine::Thresholds;
+use crate::http::AppState;
+use crate::http::body::JsonBody;
+use crate::http::problem::Problem;
+use axum::Json;
+use axum::extract::State;
+use serde::{Deserialize, Serialize};
+use utoipa::ToSchema;
+
+/// The largest value `load_factor_override`, `load_high_factor` and `load_low_factor` take
+/// (the policy file's bound for the factors).
+pub const MAX_FACTOR: f64 = 10.0;
+
+/// The live tuning values.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, ToSchema)]
+pub struct ThresholdsBody {
+    /// Abuse score at or above which a subject is flagged, 0 to 1.
+    #[schema(example = 0.8)]
+    pub anomaly_threshold: f64,
+    /// Scale of a flagged subject's limits, 0 to 1 (0 blocks it).
+    #[schema(example = 0.1)]
+    pub anomaly_factor: f64,
+    /// Flag and count, but do not scale.
+    pub anomaly_shadow: bool,
+    /// Smoothed CPU share above which limits shrink, 0 to 1, above `load_low`.
+    #[schema(example = 0.8)]
+    pub load_high: f64,
+    /// Smoothed CPU share below which limits grow, 0 to 1, below `load_high`.
+    #[schema(example = 0.3)]
+    pub load_low: f64,
+    /// Load factor above `load_high`: greater than 0, at most 10.
+    #[schema(example = 0.5)]
+    pub load_high_factor: f64,
+    /// Load factor below `load_low`: greater than 0, at most 10.
+    #[schema(example = 1.5)]
+    pub load_low_factor: f64,
+    /// A load factor pinned by an operator (0 to 10), or null to follow the measured load.
+    pub load_factor_override: Option<f64>,
+}
+
+impl From<Thresholds> for ThresholdsBody {
+    fn from(t: Thresholds) -> Self {
+        Self {
+            anomaly_threshold: t.anomaly_threshold,
+            anomaly_factor: t.anomaly_factor,
+            anomaly_shadow: t.anomaly_shadow,
+            load_high: t.load_high,
+            load_low: t.load_low,
+            load_high_factor: t.load_high_factor,
+            load_low_factor: t.load_low_factor,
+            load_factor_override: t.load_factor_override,
+        }
+    }
+}
+
+/// Any subset of the thresholds. An absent field keeps its value; `null` is accepted only for
+/// `load_factor_override`, where it releases the override.
+#[derive(Debug, Default, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ThresholdsPatch {
+    #[serde(default, deserialize_with = "present")]
+    #[schema(value_type = Option<f64>)]
+    pub anomaly_threshold: Option<f64>,
+    #[serde(default, deserialize_with = "present")]
+    #[schema(value_type = Option<f64>)]
+    pub anomaly_factor: Option<f64>,
+    #[serde(default, deserialize_with = "present")]
+    #[schema(value_type = Option<bool>)]
+    pub anomaly_shadow: Option<bool>,
+    #[serde(default, deserialize_with = "present")]
+    #[schema(value_type = Option<f64>)]
+    pub load_high: Option<f64>,
+    #[serde(default, deserialize_with = "present")]
+    #[schema(value_type = Option<f64>)]
+    pub load_low: Option<f64>,
+    #[serde(default, deserialize_with = "present")]
+    #[schema(value_type = Option<f64>)]
+    pub load_high_factor: Option<f64>,
+    #[serde(default, deserialize_with = "present")]
+    #[schema(value_type = Option<f64>)]
+    pub load_low_factor: Option<f64>,
+    /// A number pins the load factor; `null` releases it; absent leaves it as it is.
+    #[serde(default, deserialize_with = "present")]
+    #[schema(value_type = Option<f64>, nullable)]
+    pub load_factor_override: Option<Option<f64>>,
+}
+
+impl ThresholdsPatch {
+    /// `current` with this patch applied, or a 400 naming the first field out of range.
+    pub fn apply_to(&self, current: Thresholds) -> Result<Thresholds, Problem> {
+        let t = Thresholds {
+            anomaly_threshold: self.anomaly_threshold.unwrap_or(current.anomaly_threshold),
+            anomaly_factor: self.anomaly_factor.unwrap_or(current.anomaly_factor),
+            anomaly_shadow: self.anomaly_shadow.unwrap_or(current.anomaly_shadow),
+            load_high: self.load_high.unwrap_or(current.load_high),
+            load_low: self.load_low.unwrap_or(current.load_low),
+            load_high_factor: self.load_high_factor.unwrap_or(current.load_high_factor),
+            load_low_factor: self.load_low_factor.unwrap_or(current.load_low_factor),
+            load_factor_override: self
+                .load_factor_override
+                .unwrap_or(current.load_factor_override),
+        };
+        let unit = |field: &str, x: f64| {
+            check(
+                (0.0..=1.0).contains(&x),
+                format!("field `{field}` must be between 0 and 1 (it is {x})"),
+            )
+        };
+        let factor = |field: &str, x: f64| {
+            check(
+                x > 0.0 && x <= MAX_FACTOR,
+                format!(
+                    "field `{field}` must be greater than 0 and at most {MAX_FACTOR} (it is {x})"
+                ),
+            )
+        };
+        unit("anomaly_threshold", t.anomaly_threshold)?;
+        unit("anomaly_factor", t.anomaly_factor)?;
+        unit("load_high", t.load_high)?;
+        unit("load_low", t.load_low)?;
+        if t.load_low >= t.load_high {
+            // Name the field the request changed (both when it changed both).
+            return Err(Problem::bad_request(if self.load_low.is_some() {
+                format!(
+                    "field `load_low` must be below `load_high` ({} is not below {})",
+                    t.load_low, t.load_high
+                )
+            } else {
+                format!(
+                    "field `load_high` must be above `load_low` ({} is not above {})",
+                    t.load_high, t.load_low
+                )
+            }));
+        }
+        factor("load_high_factor", t.load_high_factor)?;
+        factor("load_low_factor", t.load_low_factor)?;
+        if let Some(x) = t.load_factor_override {
+            check(
+                (0.0..=MAX_FACTOR).contains(&x),
+                format!(
+                    "field `load_factor_override` must be null or between 0 and {MAX_FACTOR} (it is {x})"
+                ),
+            )?;
+        }
+        Ok(t)
+    }
+}
+
+fn check(ok: bool, detail: String) -> Result<(), Problem> {
+    if ok {
+        Ok(())
+    } else {
+        Err(Problem::bad_request(detail))
+    }
+}
+
+/// The live thresholds.
+#[utoipa::path(
+    get, path = "/v1/admin/thresholds", tag = "admin",
+    security(("bearer" = [])),
+    responses(
+        (status = 200, description = "The live tuning values", body = ThresholdsBody),
+        (status = 401, description = "Missing or wrong token", body = Problem, content_type = "application/problem+json"),
+        (status = 404, description = "The admin API is disabled", body = Problem, content_type = "application/problem+json"),
+    )
+)]
+pub async fn get_thresholds(_: Admin, State(state): State<AppState>) -> Json<ThresholdsBody> {
+    Json(state.engine.scale_factors().thresholds().into())
+}
+
+/// Changes any subset of the thresholds; they apply from the next decision until the next
+/// reload, which resets them to the policy file's values.
+#[utoipa::path(
+    put, path = "/v1/admin/thresholds", tag = "admin",
+    security(("bearer" = [])),
+    request_body = ThresholdsPatch,
+    responses(
+        (status = 200, description = "The new values", body = ThresholdsBody),
+        (status = 400, description = "A value out of range or an unknown field; nothing changed", body = Problem, content_type = "application/problem+json"),
+        (status = 401, description = "Missing or wrong token", body = Problem, content_type = "application/problem+json"),
+        (status = 404, description = "The admin API is disabled", body = Problem, content_type = "application/problem+json"),
+    )
+)]
+pub async fn put_thresholds(
+    _: Admin,
+    State(state): State<AppState>,
+    JsonBody(patch): JsonBody<ThresholdsPatch>,
+) -> Result<Json<ThresholdsBody>, Problem> {
+    let scale = state.engine.scale_factors();
+    let _writes = THRESHOLD_WRITES.lock();
+    let next = patch.apply_to(scale.thresholds())?;
+    scale.set_thresholds(next);
+    tracing::info!(?next, "thresholds changed through the admin API");
+    Ok(Json(next.into()))
+}

@@ -1,0 +1,114 @@
+//! Compiling the `adaptive` section: the control interval, load shedding and anomaly scaling.
+//!
+//! Every value here has a default, so an absent section or field compiles to the documented
+//! behaviour; only values out of range are errors.
+
+use super::MAX_COUNT;
+use crate::policy::fields::Errors;
+use crate::policy::raw::{RawAdaptive, RawAnomaly, RawLoad};
+use crate::policy::{Adaptive, AnomalySettings, LoadSettings};
+use std::num::NonZeroU64;
+use std::path::Path;
+use std::time::Duration;
+
+pub(super) fn adaptive(e: &mut Errors, base_dir: &Path, raw: RawAdaptive) -> Adaptive {
+    e.unknown_keys("adaptive", &raw.unknown, &["interval", "load", "anomaly"]);
+    let interval = e.duration(
+        "adaptive.interval",
+        &raw.interval,
+        Duration::from_secs(1),
+        false,
+    );
+    Adaptive {
+        interval,
+        load: load(e, raw.load.unwrap_or_default()),
+        anomaly: anomaly(e, base_dir, raw.anomaly.unwrap_or_default()),
+    }
+}
+
+fn factor(x: f64) -> Option<&'static str> {
+    (!(x > 0.0 && x <= 10.0)).then_some("must be greater than 0 and at most 10")
+}
+
+fn unit_interval(x: f64) -> Option<&'static str> {
+    (!(0.0..=1.0).contains(&x)).then_some("must be between 0 and 1")
+}
+
+fn load(e: &mut Errors, raw: RawLoad) -> LoadSettings {
+    e.unknown_keys(
+        "adaptive.load",
+        &raw.unknown,
+        &["high", "low", "high_factor", "low_factor", "smoothing"],
+    );
+    let before = e.len();
+    let high = e.number("adaptive.load.high", &raw.high, 0.8, unit_interval);
+    let low = e.number("adaptive.load.low", &raw.low, 0.3, unit_interval);
+    // Compared only when both were accepted: a refused one stands in as its default.
+    if e.len() == before && low >= high {
+        e.push(
+            "adaptive.load.low",
+            format!("must be below adaptive.load.high ({high})"),
+        );
+    }
+    LoadSettings {
+        high,
+        low,
+        high_factor: e.number("adaptive.load.high_factor", &raw.high_factor, 0.5, factor),
+        low_factor: e.number("adaptive.load.low_factor", &raw.low_factor, 1.5, factor),
+        smoothing: e.number("adaptive.load.smoothing", &raw.smoothing, 0.3, |x| {
+            (!(x > 0.0 && x <= 1.0)).then_some("must be greater than 0 and at most 1")
+        }),
+    }
+}
+
+fn anomaly(e: &mut Errors, base_dir: &Path, raw: RawAnomaly) -> AnomalySettings {
+    e.unknown_keys(
+        "adaptive.anomaly",
+        &raw.unknown,
+        &[
+            "model",
+            "threshold",
+            "factor",
+            "window",
+            "min_requests",
+            "hold",
+            "shadow",
+        ],
+    );
+    let model = raw
+        .model
+        .as_ref()
+        .filter(|v| !v.is_null())
+        .and_then(|v| e.string("adaptive.anomaly.model", v))
+        .map(|m| base_dir.join(m));
+    let min_requests = raw
+        .min_requests
+        .as_ref()
+        .filter(|v| !v.is_null())
+        .and_then(|v| e.count("adaptive.anomaly.min_requests", v, 1, MAX_COUNT))
+        .unwrap_or(20);
+    AnomalySettings {
+        model,
+        threshold: e.number(
+            "adaptive.anomaly.threshold",
+            &raw.threshold,
+            0.8,
+            unit_interval,
+        ),
+        factor: e.number("adaptive.anomaly.factor", &raw.factor, 0.1, unit_interval),
+        window: e.duration(
+            "adaptive.anomaly.window",
+            &raw.window,
+            Duration::from_secs(600),
+            false,
+        ),
+        min_requests: NonZeroU64::new(min_requests).unwrap_or(NonZeroU64::MIN),
+        hold: e.duration(
+            "adaptive.anomaly.hold",
+            &raw.hold,
+            Duration::from_secs(300),
+            true,
+        ),
+        shadow: e.boolean("adaptive.anomaly.shadow", &raw.shadow, false),
+    }
+}

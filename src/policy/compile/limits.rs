@@ -1,0 +1,205 @@
+//! Compiling the tiers, the endpoint rules and the limits they hold.
+//!
+//! A limit's id and label are derived here from where it is defined (`t:<tier>:`,
+//! `e:<path>:`, `d:`), so the same limit name in two places never shares a store key or a
+//! metric label.
+
+use super::MAX_COUNT;
+use crate::algorithm::Algorithm;
+use crate::policy::fields::{Errors, join};
+use crate::policy::raw::{RawEndpoint, RawLimit, RawTier};
+use crate::policy::{EndpointRule, KeyScope, Limit, PathPattern, Tier};
+use serde_yaml_ng::Value;
+use std::collections::HashSet;
+use std::num::NonZeroU64;
+use std::time::Duration;
+
+const LIMIT_KEYS: &[&str] = &[
+    "name",
+    "algorithm",
+    "requests",
+    "window",
+    "burst",
+    "shadow",
+    "adaptive",
+];
+
+pub(super) fn compile_tier(e: &mut Errors, name: &str, raw: &RawTier) -> Tier {
+    let path = format!("tiers.{name}");
+    e.unknown_keys(&path, &raw.unknown, &["adaptive", "limits"]);
+    let adaptive = e.boolean(&join(&path, "adaptive"), &raw.adaptive, true);
+    if raw.limits.is_none() {
+        e.push(&join(&path, "limits"), "is required");
+    }
+    let limits = limits(
+        e,
+        &path,
+        raw.limits.as_deref(),
+        &format!("t:{name}:"),
+        &format!("tier:{name}/"),
+    );
+    Tier {
+        name: name.to_owned(),
+        adaptive,
+        limits,
+    }
+}
+
+pub(super) fn compile_endpoint(
+    e: &mut Errors,
+    path: &str,
+    raw: &RawEndpoint,
+) -> Option<EndpointRule> {
+    e.unknown_keys(path, &raw.unknown, &["path", "key", "adaptive", "limits"]);
+    let pattern_path = join(path, "path");
+    let pattern = e
+        .required(&pattern_path, &raw.path)
+        .and_then(|v| e.string(&pattern_path, v))
+        .and_then(|p| {
+            let (body, prefix) = match p.strip_suffix('*') {
+                Some(body) => (body, true),
+                None => (p.as_str(), false),
+            };
+            if !p.starts_with('/') {
+                e.push(&pattern_path, format!("\"{p}\" must start with /"));
+                None
+            } else if body.contains('*') {
+                e.push(
+                    &pattern_path,
+                    format!("\"{p}\": * is allowed only at the end"),
+                );
+                None
+            } else if prefix {
+                Some(PathPattern::Prefix(body.to_owned()))
+            } else {
+                Some(PathPattern::Exact(body.to_owned()))
+            }
+        });
+    let key_path = join(path, "key");
+    let key = match raw.key.as_ref().filter(|v| !v.is_null()) {
+        None => KeyScope::User,
+        Some(v) => match e.string(&key_path, v).as_deref() {
+            Some("user") | None => KeyScope::User,
+            Some("ip") => KeyScope::Ip,
+            Some(other) => {
+                e.push(
+                    &key_path,
+                    format!("unknown key scope \"{other}\" (expected user or ip)"),
+                );
+                KeyScope::User
+            }
+        },
+    };
+    let adaptive = e.boolean(&join(path, "adaptive"), &raw.adaptive, true);
+    if raw.limits.is_none() {
+        e.push(&join(path, "limits"), "is required");
+    }
+    let shown = pattern
+        .as_ref()
+        .map_or_else(|| path.to_owned(), PathPattern::display);
+    let limits = limits(
+        e,
+        path,
+        raw.limits.as_deref(),
+        &format!("e:{shown}:"),
+        &format!("endpoint:{shown}/"),
+    );
+    Some(EndpointRule {
+        pattern: pattern?,
+        key,
+        adaptive,
+        limits,
+        path_in_file: path.to_owned(),
+    })
+}
+
+pub(super) fn limits(
+    e: &mut Errors,
+    scope: &str,
+    raw: Option<&[RawLimit]>,
+    id_prefix: &str,
+    label_prefix: &str,
+) -> Vec<Limit> {
+    let mut names = HashSet::new();
+    let mut out = Vec::new();
+    for (i, raw) in raw.unwrap_or_default().iter().enumerate() {
+        let path = format!("{scope}.limits[{i}]");
+        if let Some(Value::String(name)) = &raw.name {
+            if !names.insert(name.clone()) {
+                e.push(
+                    &join(&path, "name"),
+                    format!("duplicate limit name \"{name}\" in {scope}"),
+                );
+            }
+        }
+        out.extend(limit(e, &path, raw, id_prefix, label_prefix));
+    }
+    out
+}
+
+fn limit(
+    e: &mut Errors,
+    path: &str,
+    raw: &RawLimit,
+    id_prefix: &str,
+    label_prefix: &str,
+) -> Option<Limit> {
+    e.unknown_keys(path, &raw.unknown, LIMIT_KEYS);
+    let at = |key: &str| join(path, key);
+    let name = e
+        .required(&at("name"), &raw.name)
+        .and_then(|v| e.string(&at("name"), v));
+    let algorithm = e
+        .required(&at("algorithm"), &raw.algorithm)
+        .and_then(|v| match v {
+            Value::String(s) => Algorithm::from_name(s).or_else(|| {
+                let known: Vec<_> = Algorithm::ALL.iter().map(|a| a.name()).collect();
+                e.push(
+                    &at("algorithm"),
+                    format!(
+                        "unknown algorithm \"{s}\" (expected one of {})",
+                        known.join(", ")
+                    ),
+                );
+                None
+            }),
+            _ => {
+                e.push(&at("algorithm"), "must be a string");
+                None
+            }
+        });
+    let requests = e
+        .required(&at("requests"), &raw.requests)
+        .and_then(|v| e.count(&at("requests"), v, 1, MAX_COUNT));
+    let window = match e.required(&at("window"), &raw.window) {
+        Some(_) => Some(e.duration(&at("window"), &raw.window, Duration::ZERO, false))
+            .filter(|d| !d.is_zero()),
+        None => None,
+    };
+    let burst = match raw.burst.as_ref().filter(|v| !v.is_null()) {
+        None => requests,
+        Some(v) => {
+            let burst = e.count(&at("burst"), v, 1, MAX_COUNT);
+            if algorithm.is_some_and(|a| !a.reports_burst()) {
+                e.push(&at("burst"), "applies only to token_bucket and gcra");
+            }
+            burst
+        }
+    };
+    let shadow = e.boolean(&at("shadow"), &raw.shadow, false);
+    let adaptive = e.boolean(&at("adaptive"), &raw.adaptive, true);
+    let name = name?;
+    let id = format!("{id_prefix}{name}");
+    Some(Limit {
+        id_hash: crate::policy::hash_limit_id(&id),
+        id,
+        label: format!("{label_prefix}{name}"),
+        name,
+        algorithm: algorithm?,
+        requests: NonZeroU64::new(requests?)?,
+        window: window?,
+        burst: NonZeroU64::new(burst?)?,
+        shadow,
+        adaptive,
+    })
+}

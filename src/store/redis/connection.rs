@@ -1,0 +1,87 @@
+//! One Redis or Redis Cluster connection that reconnects by itself, with a deadline on every
+//! call.
+
+use super::super::StoreError;
+use redis::aio::{ConnectionManager, ConnectionManagerConfig};
+use redis::cluster::ClusterClient;
+use redis::cluster_async::ClusterConnection;
+use redis::{Cmd, FromRedisValue, Pipeline, RedisError};
+use std::future::Future;
+use std::time::Duration;
+
+#[derive(Clone)]
+pub enum Connection {
+    Single(ConnectionManager),
+    Cluster(ClusterConnection),
+}
+
+/// How long a first connection (or a reconnection) may take; the per-call deadline is
+/// `store.timeout`.
+const CONNECT_TIMEOUT: Duration = Duration::from_secs(1);
+
+impl Connection {
+    /// Connects lazily: the daemon starts while Redis is down and follows it when it comes up.
+    pub fn single(url: &str) -> Result<Self, RedisError> {
+        let client = redis::Client::open(url)?;
+        let config = ConnectionManagerConfig::new()
+            .set_connection_timeout(Some(CONNECT_TIMEOUT))
+            .set_number_of_retries(2)
+            .set_min_delay(Duration::from_millis(20))
+            .set_max_delay(Duration::from_millis(250));
+        Ok(Connection::Single(ConnectionManager::new_lazy_with_config(
+            client, config,
+        )?))
+    }
+
+    pub async fn cluster(nodes: &[String]) -> Result<Self, RedisError> {
+        let client = ClusterClient::builder(nodes.iter().map(String::as_str))
+            .connection_timeout(CONNECT_TIMEOUT)
+            .retries(2)
+            .min_retry_wait(20)
+            .max_retry_wait(250)
+            .build()?;
+        Ok(Connection::Cluster(client.get_async_connection().await?))
+    }
+
+    pub fn is_cluster(&self) -> bool {
+        matches!(self, Connection::Cluster(_))
+    }
+
+    pub async fn query<T: FromRedisValue>(
+        &self,
+        cmd: &Cmd,
+        timeout: Duration,
+    ) -> Result<T, StoreError> {
+        match self {
+            Connection::Single(c) => deadline(timeout, cmd.query_async(&mut c.clone())).await,
+            Connection::Cluster(c) => deadline(timeout, cmd.query_async(&mut c.clone())).await,
+        }
+    }
+
+    pub async fn pipeline<T: FromRedisValue>(
+        &self,
+        pipe: &Pipeline,
+        timeout: Duration,
+    ) -> Result<T, StoreError> {
+        match self {
+            Connection::Single(c) => deadline(timeout, pipe.query_async(&mut c.clone())).await,
+            Connection::Cluster(c) => deadline(timeout, pipe.query_async(&mut c.clone())).await,
+        }
+    }
+}
+
+async fn deadline<T>(
+    timeout: Duration,
+    call: impl Future<Output = Result<T, RedisError>>,
+) -> Result<T, StoreError> {
+    match tokio::time::timeout(timeout, call).await {
+        Ok(Ok(value)) => Ok(value),
+        Ok(Err(error)) => Err(StoreError::Unavailable(error.to_string())),
+        Err(_) => Err(StoreError::Timeout),
+    }
+}
+
+/// Whether an error is Redis saying it does not know the script (it restarted, or flushed).
+pub fn is_noscript(error: &StoreError) -> bool {
+    matches!(error, StoreError::Unavailable(text) if text.to_ascii_lowercase().contains("noscript"))
+}

@@ -1,0 +1,298 @@
+-- ratewarden: check, and consume or refund, every limit of one request, atomically.
+--
+-- The same algorithms as src/algorithm/*.rs, step for step, on whole microseconds. Lua numbers
+-- are doubles: every value stays an integer below 2^53, and divisions go through idiv/cdiv so
+-- they are exact.
+--
+-- ARGV[1]  mode: "apply" (consume if every enforced limit passes), "dry" (evaluate only),
+--          "refund" (undo a consumption made at ARGV[2])
+-- ARGV[2]  now in microseconds since the epoch, or 0 for the server's TIME
+-- ARGV[3]  number of checks; then 10 values per check:
+--          algorithm, window, requests, burst, cost, enforce (1/0),
+--          probe 1 requests, probe 1 burst, probe 2 requests, probe 2 burst (-1: no probe)
+-- KEYS     one key per check; a sliding_log check has a second key (its running total)
+--
+-- Returns {admitted, now, then 7 values per check: allowed, limit, remaining, reset_after,
+--          retry_after (-1: never), probe 1 allowed, probe 2 allowed}
+
+local LOG, WINDOW, FIXED, BUCKET, GCRA = 1, 2, 3, 4, 5
+
+local function idiv(a, b)
+  local q = math.floor(a / b)
+  if q * b > a then q = q - 1 elseif (q + 1) * b <= a then q = q + 1 end
+  return q
+end
+local function cdiv(a, b)
+  local q = idiv(a, b)
+  if q * b < a then q = q + 1 end
+  return q
+end
+local function num(x) return string.format('%.0f', x) end
+local function interval(window, requests)
+  if requests <= 0 then return nil end
+  return math.max(cdiv(window, requests), 1)
+end
+local function never(limit, remaining, reset) return {0, limit, remaining, reset, -1} end
+
+-- State: "F start count", "S start current previous", "T used last", "G tat"; a log is a
+-- sorted set of "time:cost" members scored by time, with its total in a second key.
+local function read(c)
+  if c.alg == LOG then
+    -- A total without its log is left from an earlier life of the name (the limit became
+    -- another algorithm and came back): it counts nothing.
+    if redis.call('TYPE', c.key).ok ~= 'zset' then return {total = 0} end
+    local total = redis.pcall('GET', c.tkey)
+    if type(total) ~= 'string' then total = '0' end
+    return {total = tonumber(total)}
+  end
+  local v = redis.pcall('GET', c.key)
+  if type(v) ~= 'string' then return nil end
+  local tag, a, b, d = string.match(v, '^(%a) (%d+) ?(%d*) ?(%d*)$')
+  local want = ({'L', 'S', 'F', 'T', 'G'})[c.alg]
+  if tag ~= want then return nil end
+  return {a = tonumber(a), b = tonumber(b), d = tonumber(d)}
+end
+
+-- fixed_window ---------------------------------------------------------------------------
+local function fixed_peek(st, now, w, limit, cost)
+  local start = now - now % w
+  local until_end = start + w - now
+  local count = (st and st.a == start) and st.b or 0
+  local reset = count > 0 and until_end or 0
+  if cost > limit then return never(limit, math.max(limit - count, 0), reset) end
+  if count + cost <= limit then return {1, limit, limit - count - cost, until_end, 0} end
+  return {0, limit, math.max(limit - count, 0), reset, until_end}
+end
+local function fixed_consume(c, st, now, cost)
+  local w = c.w
+  local start = now - now % w
+  local count = ((st and st.a == start) and st.b or 0) + cost
+  redis.call('SET', c.key, 'F ' .. num(start) .. ' ' .. num(count))
+  return start + w
+end
+
+-- sliding_window -------------------------------------------------------------------------
+local function counters(st, start, w)
+  if not st then return 0, 0 end
+  if st.a == start then return st.d, st.b end
+  if st.a + w == start then return st.b, 0 end
+  return 0, 0
+end
+local function window_peek(st, now, w, limit, cost)
+  local start = now - now % w
+  local elapsed = now - start
+  local prev, cur = counters(st, start, w)
+  local weighted = prev * (w - elapsed) + cur * w
+  local capacity = limit * w
+  local before = capacity > weighted and idiv(capacity - weighted, w) or 0
+  local reset = 0
+  if cur > 0 then reset = start + 2 * w - now elseif prev > 0 then reset = start + w - now end
+  if cost > limit then return never(limit, before, reset) end
+  local needed = weighted + cost * w
+  if needed <= capacity then
+    return {1, limit, idiv(capacity - needed, w), start + 2 * w - now, 0}
+  end
+  local left = w - elapsed
+  if prev > 0 and cur + cost <= limit then
+    local t = cdiv(prev * left + (cur + cost) * w - limit * w, prev)
+    if t < left then return {0, limit, before, reset, t} end
+  end
+  local u = 0
+  if cur + cost > limit then u = cdiv((cur + cost - limit) * w, cur) end
+  return {0, limit, before, reset, left + u}
+end
+local function window_consume(c, st, now, cost)
+  local w = c.w
+  local start = now - now % w
+  local prev, cur = counters(st, start, w)
+  redis.call('SET', c.key, 'S ' .. num(start) .. ' ' .. num(cur + cost) .. ' ' .. num(prev))
+  return start + 2 * w
+end
+
+-- token_bucket ---------------------------------------------------------------------------
+local function refilled(st, now, iv)
+  if st and st.a > 0 then
+    local tokens = idiv(math.max(now - st.b, 0), iv)
+    if tokens >= st.a then return 0, now end
+    return st.a - tokens, st.b + tokens * iv
+  end
+  return 0, now
+end
+local function bucket_peek(st, now, w, requests, burst, cost)
+  local iv = interval(w, requests)
+  if not iv or burst <= 0 then return never(burst, 0, 0) end
+  local used, last = refilled(st, now, iv)
+  local function full_at(u) return math.max(last + u * iv - now, 0) end
+  if cost > burst then return never(burst, math.max(burst - used, 0), full_at(used)) end
+  if used + cost <= burst then return {1, burst, burst - used - cost, full_at(used + cost), 0} end
+  return {0, burst, math.max(burst - used, 0), full_at(used), full_at(used + cost - burst)}
+end
+local function bucket_consume(c, st, now, cost)
+  local iv = interval(c.w, c.req) or c.w
+  local used, last = refilled(st, now, iv)
+  used = used + cost
+  redis.call('SET', c.key, 'T ' .. num(used) .. ' ' .. num(last))
+  return last + used * iv
+end
+
+-- gcra -----------------------------------------------------------------------------------
+local function gcra_peek(st, now, w, requests, burst, cost)
+  local t = interval(w, requests)
+  if not t or burst <= 0 then return never(burst, 0, 0) end
+  local tolerance = burst * t
+  local debt = (st and math.max(st.a, now) or now) - now
+  local function rem(d) return tolerance > d and idiv(tolerance - d, t) or 0 end
+  if cost > burst then return never(burst, rem(debt), debt) end
+  local next_debt = debt + cost * t
+  if next_debt <= tolerance then return {1, burst, rem(next_debt), next_debt, 0} end
+  return {0, burst, rem(debt), debt, next_debt - tolerance}
+end
+local function gcra_consume(c, st, now, cost)
+  local t = interval(c.w, c.req) or c.w
+  local tat = (st and math.max(st.a, now) or now) + cost * t
+  redis.call('SET', c.key, 'G ' .. num(tat))
+  return tat
+end
+
+-- sliding_log ----------------------------------------------------------------------------
+local function entry_cost(member) return tonumber(string.match(member, ':(%d+)$')) or 0 end
+local function log_entries(c, min, max)
+  local r = redis.pcall('ZRANGEBYSCORE', c.key, min, max, 'WITHSCORES')
+  if type(r) ~= 'table' or r.err then return {} end
+  return r
+end
+local function log_peek(c, st, now, w, limit, cost)
+  local horizon = now - w
+  local used = st.total
+  local expired = log_entries(c, '-inf', num(horizon))
+  for i = 1, #expired, 2 do used = used - entry_cost(expired[i]) end
+  local live = log_entries(c, '(' .. num(horizon), '+inf')
+  local newest = #live > 0 and tonumber(live[#live]) or nil
+  local reset = newest and math.max(newest + w - now, 0) or 0
+  if cost > limit then return never(limit, math.max(limit - used, 0), reset) end
+  if used + cost <= limit then return {1, limit, limit - used - cost, w, 0} end
+  local left, retry = used, 0
+  for i = 1, #live, 2 do
+    left = left - entry_cost(live[i])
+    if left + cost <= limit then retry = math.max(tonumber(live[i + 1]) + w - now, 0) break end
+  end
+  return {0, limit, math.max(limit - used, 0), reset, retry}
+end
+local function log_consume(c, st, now, cost)
+  local horizon = now - c.w
+  local total = st.total
+  local kind = redis.call('TYPE', c.key).ok
+  if kind ~= 'zset' and kind ~= 'none' then
+    -- The limit kept its name but changed algorithm: start it afresh.
+    redis.call('DEL', c.key)
+    total = 0
+  end
+  local expired = log_entries(c, '-inf', num(horizon))
+  for i = 1, #expired, 2 do total = total - entry_cost(expired[i]) end
+  if #expired > 0 then redis.call('ZREMRANGEBYSCORE', c.key, '-inf', num(horizon)) end
+  local newest = redis.call('ZRANGE', c.key, -1, -1, 'WITHSCORES')
+  local at = now
+  if #newest > 0 and tonumber(newest[2]) >= now then
+    -- A clock that stepped back records at the newest time, so the log stays ordered.
+    at = tonumber(newest[2])
+    cost = cost + entry_cost(newest[1])
+    total = total - entry_cost(newest[1])
+    redis.call('ZREM', c.key, newest[1])
+  end
+  redis.call('ZADD', c.key, num(at), num(at) .. ':' .. num(cost))
+  redis.call('SET', c.tkey, num(total + cost))
+  return at + c.w
+end
+local function log_refund(c, st, since, cost)
+  local entries = log_entries(c, num(since), '+inf')
+  if #entries == 0 then return end
+  local member, at = entries[#entries - 1], entries[#entries]
+  local left = entry_cost(member) - cost
+  redis.call('ZREM', c.key, member)
+  if left > 0 then redis.call('ZADD', c.key, at, at .. ':' .. num(left)) end
+  redis.call('SET', c.tkey, num(math.max(st.total - cost, 0)), 'KEEPTTL')
+end
+
+-- dispatch -------------------------------------------------------------------------------
+local function peek(c, st, now, requests, burst)
+  local cost = c.cost
+  if c.alg == LOG then return log_peek(c, st, now, c.w, requests, cost) end
+  if c.alg == WINDOW then return window_peek(st, now, c.w, requests, cost) end
+  if c.alg == FIXED then return fixed_peek(st, now, c.w, requests, cost) end
+  if c.alg == BUCKET then return bucket_peek(st, now, c.w, requests, burst, cost) end
+  return gcra_peek(st, now, c.w, requests, burst, cost)
+end
+
+local function consume(c, st, now)
+  local expires
+  if c.alg == LOG then expires = log_consume(c, st, now, c.cost)
+  elseif c.alg == WINDOW then expires = window_consume(c, st, now, c.cost)
+  elseif c.alg == FIXED then expires = fixed_consume(c, st, now, c.cost)
+  elseif c.alg == BUCKET then expires = bucket_consume(c, st, now, c.cost)
+  else expires = gcra_consume(c, st, now, c.cost) end
+  -- Every key lives exactly as long as its state matters.
+  local ttl = num(math.max(cdiv(expires - now, 1000), 1))
+  redis.call('PEXPIRE', c.key, ttl)
+  if c.tkey then redis.call('PEXPIRE', c.tkey, ttl) end
+end
+
+-- Undoes a consumption of `cost` made at `at` (Redis Cluster, when a later part of the same
+-- request was denied). Conservative: never gives back more than was taken.
+local function refund(c, st, at, now)
+  if not st then return end
+  local cost = c.cost
+  if c.alg == LOG then return log_refund(c, st, at, cost) end
+  local w = c.w
+  if c.alg == FIXED then
+    if st.a == at - at % w then redis.call('SET', c.key, 'F ' .. num(st.a) .. ' ' .. num(math.max(st.b - cost, 0)), 'KEEPTTL') end
+  elseif c.alg == WINDOW then
+    local start = at - at % w
+    if st.a == start then
+      redis.call('SET', c.key, 'S ' .. num(st.a) .. ' ' .. num(math.max(st.b - cost, 0)) .. ' ' .. num(st.d), 'KEEPTTL')
+    elseif st.a == start + w then
+      redis.call('SET', c.key, 'S ' .. num(st.a) .. ' ' .. num(st.b) .. ' ' .. num(math.max(st.d - cost, 0)), 'KEEPTTL')
+    end
+  elseif c.alg == BUCKET then
+    redis.call('SET', c.key, 'T ' .. num(math.max(st.a - cost, 0)) .. ' ' .. num(st.b), 'KEEPTTL')
+  else
+    local t = interval(w, c.req) or w
+    redis.call('SET', c.key, 'G ' .. num(math.max(st.a - cost * t, now)), 'KEEPTTL')
+  end
+end
+
+local mode = ARGV[1]
+local now = tonumber(ARGV[2])
+if now == 0 then
+  local t = redis.call('TIME')
+  now = tonumber(t[1]) * 1000000 + tonumber(t[2])
+end
+local n = tonumber(ARGV[3])
+local checks, out, admitted, k = {}, {0, now}, 1, 1
+for i = 1, n do
+  local b = 3 + (i - 1) * 10
+  local c = {
+    alg = tonumber(ARGV[b + 1]), w = tonumber(ARGV[b + 2]), req = tonumber(ARGV[b + 3]),
+    burst = tonumber(ARGV[b + 4]), cost = tonumber(ARGV[b + 5]), enforce = ARGV[b + 6] == '1',
+    p1r = tonumber(ARGV[b + 7]), p1b = tonumber(ARGV[b + 8]),
+    p2r = tonumber(ARGV[b + 9]), p2b = tonumber(ARGV[b + 10]),
+    key = KEYS[k],
+  }
+  k = k + 1
+  if c.alg == LOG then c.tkey = KEYS[k]; k = k + 1 end
+  local st = read(c)
+  checks[i] = {c, st}
+  if mode == 'refund' then
+    refund(c, st, tonumber(ARGV[2]), now)
+  else
+    local o = peek(c, st, now, c.req, c.burst)
+    local p1 = c.p1r >= 0 and peek(c, st, now, c.p1r, c.p1b)[1] or o[1]
+    local p2 = c.p2r >= 0 and peek(c, st, now, c.p2r, c.p2b)[1] or o[1]
+    if o[1] == 0 and c.enforce then admitted = 0 end
+    for _, v in ipairs({o[1], o[2], o[3], o[4], o[5], p1, p2}) do out[#out + 1] = v end
+  end
+end
+out[1] = admitted
+if mode == 'apply' and admitted == 1 then
+  for i = 1, n do consume(checks[i][1], checks[i][2], now) end
+end
+return out

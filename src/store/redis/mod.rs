@@ -1,0 +1,295 @@
+//! The Redis store (`redis://`, `redis+cluster://`): one Lua script applies all the limits of a
+//! request atomically, in one round trip, with time from the Redis server.
+//!
+//! Several daemons on one Redis share limits exactly. Keys hold only hashes: `<prefix>:{<subject
+//! hash>}:<limit id>`. In a cluster, the subject hash is the hash tag, so a request's keys share
+//! a slot; a request that mixes two subjects (a user and an IP-keyed rule) is applied one
+//! subject at a time, and what the first part consumed is refunded if a later part denies.
+
+mod connection;
+mod script;
+
+use super::{Applied, Check, CheckResult, KeyHash, Request, Store, StoreError, StoreKind};
+use crate::clock::{Clock, Micros};
+use connection::{Connection, is_noscript};
+use redis::{Cmd, ErrorKind, Pipeline, ServerErrorKind};
+use script::{Mode, SOURCE};
+use std::sync::Arc;
+use std::time::Duration;
+
+pub struct RedisStore {
+    conn: Connection,
+    prefix: String,
+    timeout: Duration,
+    /// The script's SHA1, for EVALSHA.
+    sha: String,
+    /// Time from this clock instead of the server's (tests that need exact time).
+    clock: Option<Arc<dyn Clock>>,
+}
+
+impl RedisStore {
+    /// A store on one Redis server; connects lazily and reconnects by itself.
+    pub fn connect(url: &str, prefix: &str, timeout: Duration) -> Result<Self, redis::RedisError> {
+        Ok(Self::with_connection(
+            Connection::single(url)?,
+            prefix,
+            timeout,
+        ))
+    }
+
+    /// A store on a Redis Cluster, given some of its nodes (`redis://host:port`).
+    pub async fn connect_cluster(
+        nodes: &[String],
+        prefix: &str,
+        timeout: Duration,
+    ) -> Result<Self, redis::RedisError> {
+        Ok(Self::with_connection(
+            Connection::cluster(nodes).await?,
+            prefix,
+            timeout,
+        ))
+    }
+
+    fn with_connection(conn: Connection, prefix: &str, timeout: Duration) -> Self {
+        Self {
+            conn,
+            prefix: prefix.to_owned(),
+            timeout,
+            sha: redis::Script::new(SOURCE).get_hash().to_owned(),
+            clock: None,
+        }
+    }
+
+    /// Takes time from `clock` instead of the Redis server's `TIME`.
+    pub fn with_clock(mut self, clock: Arc<dyn Clock>) -> Self {
+        self.clock = Some(clock);
+        self
+    }
+
+    fn now_arg(&self) -> Micros {
+        self.clock.as_ref().map_or(0, |c| c.now())
+    }
+
+    fn tiers_key(&self) -> String {
+        format!("{}:tiers", self.prefix)
+    }
+
+    fn script_cmd(&self, keys: &[String], args: &[String], by_hash: bool) -> Cmd {
+        let mut cmd = if by_hash {
+            let mut c = redis::cmd("EVALSHA");
+            c.arg(&self.sha);
+            c
+        } else {
+            let mut c = redis::cmd("EVAL");
+            c.arg(SOURCE);
+            c
+        };
+        cmd.arg(keys.len()).arg(keys).arg(args);
+        cmd
+    }
+
+    /// Runs the script once: EVALSHA, or EVAL when the server does not know it yet.
+    async fn run(
+        &self,
+        checks: &[&Check<'_>],
+        mode: Mode,
+    ) -> Result<(Applied, Micros), StoreError> {
+        let reply = self.eval(checks, mode).await?;
+        script::decode(&reply, checks.len())
+            .ok_or_else(|| StoreError::Unavailable("unexpected script reply".into()))
+    }
+
+    /// The script's raw reply (a refund's is only `{1, now}`: no results to decode).
+    async fn eval(&self, checks: &[&Check<'_>], mode: Mode) -> Result<Vec<i64>, StoreError> {
+        let (keys, args) = script::encode(&self.prefix, checks, mode, self.now_arg());
+        match self
+            .conn
+            .query(&self.script_cmd(&keys, &args, true), self.timeout)
+            .await
+        {
+            Err(e) if is_noscript(&e) => {
+                self.conn
+                    .query(&self.script_cmd(&keys, &args, false), self.timeout)
+                    .await
+            }
+            other => other,
+        }
+    }
+
+    /// A request whose checks span several subjects, on a cluster: one subject at a time.
+    async fn apply_across_slots(&self, request: &Request<'_>) -> Result<Applied, StoreError> {
+        let mut results: Vec<Option<CheckResult>> = vec![None; request.checks.len()];
+        let mut consumed = Vec::new();
+        let mut admitted = true;
+        for group in script::groups(request) {
+            let checks: Vec<&Check<'_>> = group.iter().map(|(_, c)| *c).collect();
+            let mode = if admitted && !request.dry_run {
+                Mode::Apply
+            } else {
+                Mode::Dry
+            };
+            let (applied, now) = match self.run(&checks, mode).await {
+                Ok(done) => done,
+                Err(error) => {
+                    self.refund(&consumed).await;
+                    return Err(error);
+                }
+            };
+            admitted &= applied.admitted;
+            if mode == Mode::Apply && applied.admitted {
+                consumed.push((checks, now));
+            }
+            for ((i, _), result) in group.iter().zip(applied.checks) {
+                results[*i] = Some(result);
+            }
+        }
+        if !admitted {
+            self.refund(&consumed).await;
+        }
+        let checks = results.into_iter().flatten().collect();
+        Ok(Applied { admitted, checks })
+    }
+
+    /// Best effort: a refund that fails leaves the usage counted (never more admitted).
+    async fn refund(&self, consumed: &[(Vec<&Check<'_>>, Micros)]) {
+        for (checks, at) in consumed {
+            if let Err(error) = self.eval(checks, Mode::Refund(*at)).await {
+                tracing::warn!(%error, "could not refund a partly applied request");
+            }
+        }
+    }
+
+    async fn apply_pipelined(&self, requests: &[Request<'_>]) -> Result<Vec<Applied>, StoreError> {
+        let encoded: Vec<_> = requests
+            .iter()
+            .map(|r| {
+                let checks: Vec<&Check<'_>> = r.checks.iter().collect();
+                let mode = if r.dry_run { Mode::Dry } else { Mode::Apply };
+                script::encode(&self.prefix, &checks, mode, self.now_arg())
+            })
+            .collect();
+        let pipeline = |which: &[usize], by_hash: bool| {
+            let mut pipe = Pipeline::new();
+            for &i in which {
+                let (keys, args) = &encoded[i];
+                pipe.add_command(self.script_cmd(keys, args, by_hash));
+            }
+            pipe.ignore_errors();
+            pipe
+        };
+        let all: Vec<usize> = (0..encoded.len()).collect();
+        let mut replies: Vec<redis::RedisResult<Vec<i64>>> = self
+            .conn
+            .pipeline(&pipeline(&all, true), self.timeout)
+            .await?;
+        // Each EVALSHA ran or was refused on its own: the script can be flushed, or loaded by
+        // another daemon, midway through the pipeline. Only the refused ones run again (EVAL):
+        // running the whole pipeline again would count the others twice.
+        let refused: Vec<usize> = all
+            .into_iter()
+            .filter(|&i| {
+                matches!(&replies[i], Err(e) if e.kind() == ErrorKind::Server(ServerErrorKind::NoScript))
+            })
+            .collect();
+        if !refused.is_empty() {
+            let again: Vec<redis::RedisResult<Vec<i64>>> = self
+                .conn
+                .pipeline(&pipeline(&refused, false), self.timeout)
+                .await?;
+            for (i, reply) in refused.into_iter().zip(again) {
+                replies[i] = reply;
+            }
+        }
+        requests
+            .iter()
+            .zip(replies)
+            .map(|(r, reply)| {
+                let reply = reply.map_err(|e| StoreError::Unavailable(e.to_string()))?;
+                script::decode(&reply, r.checks.len())
+                    .map(|(applied, _)| applied)
+                    .ok_or_else(|| StoreError::Unavailable("unexpected script reply".into()))
+            })
+            .collect()
+    }
+}
+
+impl Store for RedisStore {
+    fn kind(&self) -> StoreKind {
+        if self.conn.is_cluster() {
+            StoreKind::RedisCluster
+        } else {
+            StoreKind::Redis
+        }
+    }
+
+    async fn apply(&self, request: &Request<'_>) -> Result<Applied, StoreError> {
+        if self.conn.is_cluster() && script::groups(request).len() > 1 {
+            return self.apply_across_slots(request).await;
+        }
+        let checks: Vec<&Check<'_>> = request.checks.iter().collect();
+        let mode = if request.dry_run {
+            Mode::Dry
+        } else {
+            Mode::Apply
+        };
+        Ok(self.run(&checks, mode).await?.0)
+    }
+
+    async fn apply_batch(&self, requests: &[Request<'_>]) -> Vec<Result<Applied, StoreError>> {
+        if !self.conn.is_cluster() {
+            // One pipelined round trip; each request is still one script, decided as if alone.
+            return match self.apply_pipelined(requests).await {
+                Ok(all) => all.into_iter().map(Ok).collect(),
+                Err(error) => requests.iter().map(|_| Err(error.clone())).collect(),
+            };
+        }
+        // A cluster routes each request to its slot's node; sent together, answered together.
+        futures_util::future::join_all(requests.iter().map(|r| self.apply(r))).await
+    }
+
+    async fn ping(&self) -> Result<(), StoreError> {
+        self.conn
+            .query::<String>(&redis::cmd("PING"), self.timeout)
+            .await?;
+        if self.conn.is_cluster() {
+            // A cluster client PINGs only the masters it still holds a connection to: one that
+            // died is skipped. The cluster's own view says whether every slot is served.
+            let info: String = self
+                .conn
+                .query(redis::cmd("CLUSTER").arg("INFO"), self.timeout)
+                .await?;
+            if !info.contains("cluster_state:ok") {
+                return Err(StoreError::Unavailable(
+                    "the cluster does not serve every slot".into(),
+                ));
+            }
+        }
+        Ok(())
+    }
+
+    fn has_tiers(&self) -> bool {
+        true
+    }
+
+    async fn tier(&self, subject: KeyHash) -> Result<Option<String>, StoreError> {
+        let mut cmd = redis::cmd("HGET");
+        cmd.arg(self.tiers_key()).arg(subject.to_string());
+        self.conn.query(&cmd, self.timeout).await
+    }
+
+    async fn set_tier(&self, subject: KeyHash, tier: Option<&str>) -> Result<(), StoreError> {
+        let cmd = match tier {
+            Some(tier) => {
+                let mut c = redis::cmd("HSET");
+                c.arg(self.tiers_key()).arg(subject.to_string()).arg(tier);
+                c
+            }
+            None => {
+                let mut c = redis::cmd("HDEL");
+                c.arg(self.tiers_key()).arg(subject.to_string());
+                c
+            }
+        };
+        self.conn.query::<i64>(&cmd, self.timeout).await.map(|_| ())
+    }
+}

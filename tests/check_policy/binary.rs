@@ -1,0 +1,100 @@
+//! The binary: `ratewarden check-policy FILE` prints every error prefixed with the file and
+//! exits 1, or prints a summary and exits 0.
+
+use crate::expected::MANY_ERRORS;
+use crate::{bad_fixture, example_path, fixtures};
+use std::path::Path;
+use std::process::Command;
+
+fn check_policy(path: &Path) -> (i32, Vec<String>) {
+    let out = Command::new(env!("CARGO_BIN_EXE_ratewarden"))
+        .arg("check-policy")
+        .arg(path)
+        .output()
+        .expect("ratewarden runs");
+    let stdout = String::from_utf8(out.stdout).expect("utf-8 stdout");
+    let code = out.status.code().expect("exited, not killed");
+    (code, stdout.lines().map(str::to_owned).collect())
+}
+
+fn prefixed(path: &Path, lines: &[&str]) -> Vec<String> {
+    lines
+        .iter()
+        .map(|l| format!("{}: {l}", path.display()))
+        .collect()
+}
+
+#[test]
+fn binary_accepts_the_shipped_policy() {
+    let path = example_path();
+    let (code, stdout) = check_policy(&path);
+    assert_eq!(code, 0);
+    assert_eq!(
+        stdout,
+        [format!(
+            "{}: ok (3 tiers, 4 endpoint rules)",
+            path.display()
+        )]
+    );
+}
+
+#[test]
+fn binary_accepts_the_valid_fixtures() {
+    for (name, summary) in [
+        ("minimal", "ok (1 tier, 0 endpoint rules)"),
+        ("prefix_endpoints", "ok (1 tier, 4 endpoint rules)"),
+        ("range_edges", "ok (1 tier, 0 endpoint rules)"),
+    ] {
+        let path = fixtures().join("valid").join(format!("{name}.yaml"));
+        let (code, stdout) = check_policy(&path);
+        assert_eq!((code, stdout), (0, prefixed(&path, &[summary])), "{name}");
+    }
+}
+
+#[test]
+fn binary_refuses_zero_requests_with_the_spec_message() {
+    let path = bad_fixture("zero_requests");
+    let (code, stdout) = check_policy(&path);
+    assert_eq!(code, 1);
+    assert_eq!(
+        stdout,
+        prefixed(
+            &path,
+            &["tiers.free.limits[1].requests: must be at least 1"]
+        )
+    );
+}
+
+#[test]
+fn binary_reports_every_error_of_many_errors_in_order() {
+    let path = bad_fixture("many_errors");
+    let (code, stdout) = check_policy(&path);
+    assert_eq!(code, 1);
+    assert_eq!(stdout, prefixed(&path, MANY_ERRORS));
+}
+
+#[test]
+fn binary_refuses_a_yaml_syntax_error() {
+    let path = bad_fixture("yaml_syntax_error");
+    let (code, stdout) = check_policy(&path);
+    assert_eq!(code, 1);
+    assert_eq!(
+        stdout,
+        prefixed(
+            &path,
+            &[
+                "did not find expected ',' or '}' at line 7 column 1, while parsing a flow mapping at line 6 column 9"
+            ]
+        )
+    );
+}
+
+#[test]
+fn binary_refuses_a_missing_file() {
+    let path = fixtures().join("does_not_exist.yaml");
+    let (code, stdout) = check_policy(&path);
+    assert_eq!(code, 1);
+    assert_eq!(stdout.len(), 1, "{stdout:?}");
+    let expected = format!("{0}: cannot read {0}: ", path.display());
+    assert!(stdout[0].starts_with(&expected), "{stdout:?}");
+}

@@ -1,0 +1,157 @@
+//! What each fixture under `tests/fixtures/policies/` must produce: the exact error lines of
+//! each bad one, and the names of the valid ones.
+//!
+//! Tables rather than one test per fixture, so a test can check that every file is listed and
+//! every listed name has a file.
+
+/// Each bad fixture and exactly the lines `PolicyErrors::lines` gives for it, in order.
+pub const BAD: &[(&str, &[&str])] = &[
+    (
+        "negative_requests",
+        &["tiers.free.limits[1].requests: must be at least 1"],
+    ),
+    (
+        "zero_requests",
+        &["tiers.free.limits[1].requests: must be at least 1"],
+    ),
+    (
+        "fractional_requests",
+        &["tiers.free.limits[0].requests: must be a whole number"],
+    ),
+    (
+        "unknown_algorithm",
+        &[concat!(
+            "tiers.free.limits[0].algorithm: unknown algorithm \"leaky_bucket\" ",
+            "(expected one of sliding_log, sliding_window, fixed_window, token_bucket, gcra)"
+        )],
+    ),
+    (
+        "bad_duration",
+        &[concat!(
+            "tiers.free.limits[0].window: invalid duration \"1h30m\": ",
+            "expected a whole number followed by ms, s, m, h or d (e.g. 30s)"
+        )],
+    ),
+    (
+        "zero_window",
+        &["tiers.free.limits[0].window: must be longer than 0"],
+    ),
+    ("missing_default_tier", &["default_tier: is required"]),
+    (
+        "undefined_default_tier",
+        &["default_tier: tier \"gold\" is not defined in tiers"],
+    ),
+    (
+        "duplicate_limit_names",
+        &["tiers.free.limits[1].name: duplicate limit name \"hourly\" in tiers.free"],
+    ),
+    (
+        "duplicate_tier",
+        &["tiers: duplicate entry with key \"pro\" at line 4 column 3"],
+    ),
+    (
+        "unknown_top_level_key",
+        &[concat!(
+            "endpoint: unknown key (expected one of store, identity, default_tier, tiers, ",
+            "endpoints, envoy_config, default_endpoint, adaptive)"
+        )],
+    ),
+    (
+        "unknown_limit_key",
+        &[concat!(
+            "tiers.free.limits[1].limit: unknown key ",
+            "(expected one of name, algorithm, requests, window, burst, shadow, adaptive)"
+        )],
+    ),
+    (
+        "burst_on_sliding_log",
+        &["tiers.free.limits[0].burst: applies only to token_bucket and gcra"],
+    ),
+    (
+        "load_low_above_high",
+        &["adaptive.load.low: must be below adaptive.load.high (0.5)"],
+    ),
+    (
+        "anomaly_threshold_out_of_range",
+        &["adaptive.anomaly.threshold: must be between 0 and 1"],
+    ),
+    (
+        "anomaly_factor_out_of_range",
+        &["adaptive.anomaly.factor: must be between 0 and 1"],
+    ),
+    (
+        "factor_out_of_range",
+        &["adaptive.load.high_factor: must be greater than 0 and at most 10"],
+    ),
+    (
+        "bad_store_url",
+        &[concat!(
+            "store.url: unsupported store \"memcached://127.0.0.1:11211\" ",
+            "(expected memory://, redis://, rediss://, redis+cluster:// or redis+sentinel://)"
+        )],
+    ),
+    (
+        "bad_on_error",
+        &["store.on_error: unknown value \"retry\" (expected allow, deny or local)"],
+    ),
+    (
+        "star_inside_path",
+        &["endpoints[1].path: \"/api/*/export\": * is allowed only at the end"],
+    ),
+    (
+        "path_without_slash",
+        &["endpoints[0].path: \"login\" must start with /"],
+    ),
+    (
+        "duplicate_endpoint_path",
+        &["endpoints[2].path: \"/login\" is already matched by an earlier rule"],
+    ),
+    (
+        "bad_key_scope",
+        &["endpoints[0].key: unknown key scope \"session\" (expected user or ip)"],
+    ),
+    ("no_tiers", &["tiers: must define at least one tier"]),
+    (
+        "wrong_type_tiers",
+        &["tiers: invalid type: integer `5`, expected a map at line 3 column 8"],
+    ),
+    (
+        "yaml_syntax_error",
+        &[concat!(
+            "did not find expected ',' or '}' at line 7 column 1, ",
+            "while parsing a flow mapping at line 6 column 9"
+        )],
+    ),
+    (
+        "key_prefix_with_braces",
+        &[
+            "store.key_prefix: must not contain spaces or braces (braces are Redis Cluster hash tags)",
+        ],
+    ),
+    (
+        "bad_header_name",
+        &["identity.header: \"X Api Key\" is not a valid HTTP header name"],
+    ),
+    ("many_errors", MANY_ERRORS),
+];
+
+/// `many_errors.yaml`: nine independent mistakes, all reported, in file order.
+pub const MANY_ERRORS: &[&str] = &[
+    concat!(
+        "store.url: unsupported store \"memcached://localhost\" ",
+        "(expected memory://, redis://, rediss://, redis+cluster:// or redis+sentinel://)"
+    ),
+    "store.on_error: unknown value \"retry\" (expected allow, deny or local)",
+    "tiers.free.limits[0].requests: must be at least 1",
+    concat!(
+        "tiers.free.limits[1].algorithm: unknown algorithm \"leaky_bucket\" ",
+        "(expected one of sliding_log, sliding_window, fixed_window, token_bucket, gcra)"
+    ),
+    "tiers.pro.limits[0].window: must be a duration such as 500ms, 30s, 5m, 1h or 1d",
+    "endpoints[0].path: \"api/search\" must start with /",
+    "endpoints[1].key: unknown key scope \"phone\" (expected user or ip)",
+    "endpoints[1].limits[0].burst: applies only to token_bucket and gcra",
+    "adaptive.anomaly.threshold: must be between 0 and 1",
+];
+
+pub const VALID: &[&str] = &["minimal", "prefix_endpoints", "range_edges"];

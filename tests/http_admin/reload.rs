@@ -1,0 +1,92 @@
+//! `POST /v1/admin/reload`: a valid file replaces the policy and resets the thresholds; a
+//! broken one is refused with every error and changes nothing.
+
+use crate::harness::{DEFAULT_THRESHOLDS, POLICY, TOKEN, admin, app, check, engine, harness};
+use axum::http::{Method, StatusCode};
+use ratewarden::policy::Policy;
+use ratewarden::reload::Reloader;
+use serde_json::{Value, json};
+
+#[tokio::test]
+async fn reload_swaps_a_valid_policy_and_refuses_a_broken_one_keeping_the_old() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("policy.yaml");
+    std::fs::write(&path, POLICY).unwrap();
+    let (engine, _clock) = engine(POLICY);
+    let app = app(
+        &engine,
+        Some(TOKEN),
+        Some(Reloader::new(path.clone(), engine.clone())),
+    );
+
+    // A live override is reset by the reload (the file is the source of truth).
+    admin(
+        &app,
+        Method::PUT,
+        "/v1/admin/thresholds",
+        Some(r#"{"load_factor_override": 0.5, "anomaly_factor": 0.3}"#),
+    )
+    .await;
+    std::fs::write(&path, POLICY.replace("burst: 20", "burst: 30")).unwrap();
+    let reply = admin(&app, Method::POST, "/v1/admin/reload", None).await;
+    assert_eq!(reply.status, StatusCode::OK, "{}", reply.text);
+    assert_eq!(reply.json, json!({"reloaded": true}));
+    let thresholds = admin(&app, Method::GET, "/v1/admin/thresholds", None).await;
+    assert_eq!(
+        thresholds.json,
+        serde_json::from_str::<Value>(DEFAULT_THRESHOLDS).unwrap()
+    );
+    let d = check(&app, "frank", "/anywhere").await;
+    assert_eq!((&d["limit"], &d["remaining"]), (&json!(30), &json!(29)));
+
+    // Two mistakes: both are listed, and the policy of burst 30 stays.
+    let broken = POLICY
+        .replace("requests: 100,", "requests: 0,")
+        .replace("algorithm: gcra", "algorithm: leaky_bucket");
+    let expected_errors = Policy::from_yaml(&broken, dir.path()).unwrap_err().lines();
+    assert_eq!(expected_errors.len(), 2, "{expected_errors:?}");
+    std::fs::write(&path, &broken).unwrap();
+    admin(
+        &app,
+        Method::PUT,
+        "/v1/admin/thresholds",
+        Some(r#"{"load_factor_override": 1}"#),
+    )
+    .await;
+    let reply = admin(&app, Method::POST, "/v1/admin/reload", None).await;
+    reply.assert_problem(
+        StatusCode::UNPROCESSABLE_ENTITY,
+        &format!(
+            "policy {} refused (2 errors); the policy in force stays",
+            path.display()
+        ),
+    );
+    assert_eq!(reply.json["errors"], json!(expected_errors));
+    let d = check(&app, "frank", "/anywhere").await;
+    assert_eq!((&d["limit"], &d["remaining"]), (&json!(30), &json!(28)));
+    // A refused reload leaves the live thresholds too.
+    let thresholds = admin(&app, Method::GET, "/v1/admin/thresholds", None).await;
+    assert_eq!(thresholds.json["load_factor_override"], json!(1.0));
+
+    // A file that cannot be read is one error.
+    std::fs::remove_file(&path).unwrap();
+    let reply = admin(&app, Method::POST, "/v1/admin/reload", None).await;
+    assert_eq!(reply.status, StatusCode::UNPROCESSABLE_ENTITY);
+    assert_eq!(reply.json["errors"].as_array().unwrap().len(), 1);
+    assert!(
+        reply.json["errors"][0]
+            .as_str()
+            .unwrap()
+            .starts_with("cannot read")
+    );
+}
+
+#[tokio::test]
+async fn reload_without_a_policy_file_is_404() {
+    let h = harness(Some(TOKEN));
+    let reply = admin(&h.app, Method::POST, "/v1/admin/reload", None).await;
+    reply.assert_problem(
+        StatusCode::NOT_FOUND,
+        "no policy file to reload (the daemon was not started from one)",
+    );
+}

@@ -1,0 +1,84 @@
+//! `PUT /v1/admin/subjects/{user}/tier`: a stored tier is used by the next check and removed
+//! by `null`; bad bodies store nothing.
+
+use crate::harness::{TOKEN, admin, check, check_with, harness};
+use axum::http::{Method, StatusCode};
+use serde_json::json;
+
+#[tokio::test]
+async fn stored_tier_is_set_used_and_removed() {
+    let h = harness(Some(TOKEN));
+    let user = "erin@example.com";
+    let subject = h.engine.hasher().user(user).to_string();
+    let uri = "/v1/admin/subjects/erin@example.com/tier";
+    let reply = admin(&h.app, Method::PUT, uri, Some(r#"{"tier": "pro"}"#)).await;
+    assert_eq!(reply.status, StatusCode::OK, "{}", reply.text);
+    assert_eq!(reply.json, json!({"subject": subject, "tier": "pro"}));
+    assert!(!reply.text.contains("erin"));
+
+    // A check without a tier uses it; one naming a tier still gets that tier.
+    let d = check(&h.app, user, "/anywhere").await;
+    assert_eq!(d["policy"], "tier:pro/hourly");
+    assert_eq!((&d["limit"], &d["remaining"]), (&json!(1000), &json!(999)));
+    let d = check_with(
+        &h.app,
+        json!({"user": user, "endpoint": "/anywhere", "tier": "free"}),
+    )
+    .await;
+    assert_eq!(d["policy"], "tier:free/burst");
+    let view = admin(
+        &h.app,
+        Method::GET,
+        "/v1/admin/subjects/erin@example.com",
+        None,
+    )
+    .await;
+    assert_eq!(
+        (&view.json["tier"], &view.json["tier_source"]),
+        (&json!("pro"), &json!("stored"))
+    );
+
+    // Unknown tier, missing field, unknown field: 400, nothing stored.
+    let reply = admin(&h.app, Method::PUT, uri, Some(r#"{"tier": "gold"}"#)).await;
+    reply.assert_problem(
+        StatusCode::BAD_REQUEST,
+        "field `tier`: unknown tier \"gold\"",
+    );
+    let reply = admin(&h.app, Method::PUT, uri, Some("{}")).await;
+    reply.assert_problem(
+        StatusCode::BAD_REQUEST,
+        "field `tier` is required (a tier name, or null to remove the stored tier)",
+    );
+    let reply = admin(
+        &h.app,
+        Method::PUT,
+        uri,
+        Some(r#"{"tier": "free", "tierr": 1}"#),
+    )
+    .await;
+    assert_eq!(reply.status, StatusCode::BAD_REQUEST);
+    assert!(
+        reply.detail().starts_with("unknown field `tierr`"),
+        "{}",
+        reply.detail()
+    );
+    assert_eq!(h.engine.stored_tier(user).await.as_deref(), Some("pro"));
+
+    // null removes it: the default tier again.
+    let reply = admin(&h.app, Method::PUT, uri, Some(r#"{"tier": null}"#)).await;
+    assert_eq!(reply.status, StatusCode::OK, "{}", reply.text);
+    assert_eq!(reply.json, json!({"subject": subject, "tier": null}));
+    let d = check(&h.app, user, "/anywhere").await;
+    assert_eq!(d["policy"], "tier:free/burst");
+    let view = admin(
+        &h.app,
+        Method::GET,
+        "/v1/admin/subjects/erin@example.com",
+        None,
+    )
+    .await;
+    assert_eq!(
+        (&view.json["tier"], &view.json["tier_source"]),
+        (&json!("free"), &json!("default"))
+    );
+}

@@ -1,0 +1,72 @@
+//! The Redis store against real `redis-server` processes: the algorithm suite run on both
+//! stores with the same expectations, a random differential of the memory store and the Lua
+//! script in lockstep, what lands in Redis (hashes only, TTLs), the tier store, batches and
+//! script-cache recovery, and the engine end to end on both stores.
+//!
+//! `tests/redis_store/` holds the parts: `support` (stores on one manual clock, key layout, a
+//! seeded generator), `scenarios` (the suite, generic over `Store`), `reference` (the
+//! algorithms as a store, and Redis expiry on the manual clock), `differential`,
+//! `engine_level` and `batch`.
+
+#[path = "redis_store/batch.rs"]
+mod batch;
+mod common;
+#[path = "redis_store/differential.rs"]
+mod differential;
+#[path = "redis_store/engine_level.rs"]
+mod engine_level;
+#[path = "redis_store/reference.rs"]
+mod reference;
+#[path = "redis_store/scenarios.rs"]
+mod scenarios;
+#[path = "redis_store/support.rs"]
+mod support;
+
+use common::redis::RedisServer;
+use ratewarden::clock::ManualClock;
+use ratewarden::store::{MemoryStore, Store, StoreKind};
+use std::sync::Arc;
+use support::{Pair, T0};
+
+#[tokio::test]
+async fn algorithm_suite_on_the_memory_store() {
+    let clock = ManualClock::starting_at(T0);
+    let memory = MemoryStore::new(Arc::new(clock.clone()), 1_000_000);
+    assert_eq!(memory.kind(), StoreKind::Memory);
+    scenarios::run(&memory, &clock, "memory").await;
+}
+
+#[tokio::test]
+async fn algorithm_suite_on_the_redis_store() {
+    let server = RedisServer::start();
+    let pair = Pair::new(&server, "suite", T0);
+    assert_eq!(pair.redis.kind(), StoreKind::Redis);
+    pair.redis.ping().await.expect("Redis answers");
+    scenarios::run(&pair.redis, &pair.clock, "redis").await;
+}
+
+#[tokio::test]
+async fn differential_memory_and_redis_agree_on_random_requests() {
+    let server = RedisServer::start();
+    differential::run(&server).await;
+}
+
+#[tokio::test]
+async fn no_raw_identifier_in_redis_and_every_key_expires_but_the_tier_store() {
+    engine_level::privacy_and_ttls().await;
+}
+
+#[tokio::test]
+async fn tier_store_is_a_hash_read_through_the_local_cache() {
+    engine_level::tier_store().await;
+}
+
+#[tokio::test]
+async fn batch_is_one_round_trip_and_noscript_falls_back_to_eval() {
+    batch::batch_and_noscript().await;
+}
+
+#[tokio::test]
+async fn engine_decides_alike_on_memory_and_redis() {
+    engine_level::engine_decides_alike().await;
+}

@@ -1,0 +1,179 @@
+//! Batches over Redis: one pipelined round trip, each request decided in order as if alone;
+//! and recovery when the server has forgotten the script (NOSCRIPT), for single requests and
+//! batches.
+
+use crate::common::redis::RedisServer;
+use crate::engine_level::{decide, engine_on};
+use crate::support::*;
+use ratewarden::clock::ManualClock;
+use ratewarden::engine::{CheckRequest, Decision, Reason};
+use ratewarden::store::RedisStore;
+use std::io::{Read, Write};
+use std::net::{TcpListener, TcpStream};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+
+/// A loopback proxy in front of Redis that counts turns: times the client sends after the
+/// server has answered (or first). A pipelined batch is one turn; N single calls are N.
+struct TurnCounter {
+    port: u16,
+    turns: Arc<AtomicUsize>,
+}
+
+impl TurnCounter {
+    /// Runs on threads of its own, so it never waits on the test's runtime.
+    fn start(upstream: u16) -> TurnCounter {
+        let listener = TcpListener::bind("127.0.0.1:0").expect("bind");
+        let port = listener.local_addr().expect("address").port();
+        let turns = Arc::new(AtomicUsize::new(0));
+        let counted = turns.clone();
+        std::thread::spawn(move || {
+            for client in listener.incoming() {
+                let (Ok(client), Ok(server)) =
+                    (client, TcpStream::connect(("127.0.0.1", upstream)))
+                else {
+                    continue;
+                };
+                let answered = Arc::new(AtomicBool::new(true));
+                let (turns, up) = (counted.clone(), answered.clone());
+                let (client_read, server_write) = (
+                    client.try_clone().expect("clone"),
+                    server.try_clone().expect("clone"),
+                );
+                std::thread::spawn(move || {
+                    pump(client_read, server_write, |_| {
+                        if up.swap(false, Ordering::SeqCst) {
+                            turns.fetch_add(1, Ordering::SeqCst);
+                        }
+                    })
+                });
+                std::thread::spawn(move || {
+                    pump(server, client, |_| answered.store(true, Ordering::SeqCst))
+                });
+            }
+        });
+        TurnCounter { port, turns }
+    }
+
+    fn take(&self) -> usize {
+        self.turns.swap(0, Ordering::SeqCst)
+    }
+}
+
+/// Copies `from` to `to`, calling `seen` before forwarding each chunk.
+fn pump(mut from: TcpStream, mut to: TcpStream, seen: impl Fn(usize)) {
+    let mut buffer = vec![0u8; 1 << 20];
+    while let Ok(n @ 1..) = from.read(&mut buffer) {
+        seen(n);
+        if to.write_all(&buffer[..n]).is_err() {
+            break;
+        }
+    }
+    let _ = to.shutdown(std::net::Shutdown::Write);
+}
+
+fn allowed_of(decisions: &[Decision]) -> Vec<bool> {
+    decisions.iter().map(|d| d.allowed).collect()
+}
+
+/// A batch is one pipelined round trip, decided in order as if each request were alone; a
+/// flushed script cache (NOSCRIPT) falls back to EVAL, for single requests and batches.
+pub async fn batch_and_noscript() {
+    let server = RedisServer::start();
+    let proxy = TurnCounter::start(server.port);
+    let clock = ManualClock::starting_at(T0 + 20 * SECOND);
+    let store = RedisStore::connect(
+        &format!("redis://127.0.0.1:{}/0", proxy.port),
+        "rw",
+        STORE_TIMEOUT,
+    )
+    .expect("a valid URL")
+    .with_clock(Arc::new(clock.clone()));
+    let engine = engine_on(store);
+    // Connects, loads the script, caches gina's (absent) tier.
+    let warm = decide(&engine, &CheckRequest::new("gina", "/warm-up")).await;
+    assert!(warm.allowed);
+    proxy.take();
+
+    // /api/export: 5 per minute (fixed_window).
+    let requests: Vec<_> = (0..7)
+        .map(|_| CheckRequest::new("gina", "/api/export"))
+        .collect();
+    let decisions = engine.check_batch(&requests).await.expect("decidable");
+    assert_eq!(proxy.take(), 1, "one round trip for the batch");
+    assert_eq!(
+        allowed_of(&decisions),
+        [true, true, true, true, true, false, false]
+    );
+    let remaining: Vec<_> = decisions.iter().map(|d| d.remaining).collect();
+    assert_eq!(
+        remaining,
+        [
+            Some(4),
+            Some(3),
+            Some(2),
+            Some(1),
+            Some(0),
+            Some(0),
+            Some(0)
+        ]
+    );
+    assert_eq!(decisions[5].reason, Some(Reason::Burst));
+    assert_eq!(decisions[5].retry_after, Some(40 * SECOND));
+    // The same requests one by one: one round trip each (what the counter measures).
+    for _ in 0..3 {
+        decide(&engine, &CheckRequest::new("gina", "/warm-up")).await;
+    }
+    assert_eq!(proxy.take(), 3);
+    // The batch consumed from every limit of each admitted request, and only those.
+    let plan = engine
+        .plan(&CheckRequest::new("gina", "/api/export"), None)
+        .unwrap();
+    let applied = engine.inspect(&plan).await.unwrap();
+    let remaining: Vec<u64> = applied.checks.iter().map(|c| c.outcome.remaining).collect();
+    // hourly 100 - 1 - 5 - 3 - 1, burst 20 - 9 - 1, export 0.
+    assert_eq!(remaining, [90, 10, 0]);
+
+    // A restarted or flushed Redis no longer knows the script: EVALSHA fails, EVAL follows.
+    server.cli(&["SCRIPT", "FLUSH"]);
+    let evals = command_calls(&server, "eval");
+    let d = decide(&engine, &CheckRequest::new("hank", "/api/export")).await;
+    assert!(d.allowed && d.remaining == Some(4), "{d:?}");
+    assert_eq!(
+        command_calls(&server, "eval"),
+        evals + 1,
+        "fell back to EVAL once"
+    );
+    let d = decide(&engine, &CheckRequest::new("hank", "/api/export")).await;
+    assert_eq!(d.remaining, Some(3));
+    assert_eq!(
+        command_calls(&server, "eval"),
+        evals + 1,
+        "EVALSHA again once loaded"
+    );
+
+    server.cli(&["SCRIPT", "FLUSH"]);
+    let evals = command_calls(&server, "eval");
+    let requests: Vec<_> = (0..5)
+        .map(|_| CheckRequest::new("hank", "/api/export"))
+        .collect();
+    let decisions = engine.check_batch(&requests).await.expect("decidable");
+    assert!(decisions.iter().all(|d| !d.degraded), "{decisions:?}");
+    assert_eq!(allowed_of(&decisions), [true, true, true, false, false]);
+    assert_eq!(
+        command_calls(&server, "eval"),
+        evals + 5,
+        "the whole batch again by EVAL"
+    );
+    // Nothing was applied twice: the failed EVALSHA pipeline ran no script.
+    let plan = engine
+        .plan(&CheckRequest::new("hank", "/api/export"), None)
+        .unwrap();
+    let applied = engine.inspect(&plan).await.unwrap();
+    assert_eq!(applied.checks[2].outcome.remaining, 0);
+    assert_eq!(
+        applied.checks[1].outcome.remaining,
+        20 - 5 - 1,
+        "burst: 5 admitted"
+    );
+}
