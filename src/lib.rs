@@ -5,7 +5,8 @@
 //! - [`clock`]: injected time, in microseconds since the epoch.
 //! - [`algorithm`]: the five algorithms as pure functions of (state, now, rate, cost).
 //! - [`policy`]: the policy file, compiled from YAML into types that cannot be invalid.
-//! - [`store`]: where usage lives; the [`store::Store`] trait and the embedded store.
+//! - [`store`]: where usage lives: the [`store::Store`] trait, the embedded store, and the Redis
+//!   store (one Lua script per request; Redis Cluster).
 //! - [`engine`]: resolves tier and endpoint rule, scales limits, and turns store outcomes
 //!   into a [`engine::Decision`].
 //! - [`http`]: the HTTP adapter (axum): requests in, decisions out.

@@ -55,6 +55,26 @@ pub fn hasher_from(secret: Option<&str>) -> SubjectHasher {
     }
 }
 
+/// Redis's Lua computes in doubles: exact while requests × window (µs) stays below 2^53.
+fn warn_inexact_limits(policy: &Policy) {
+    const EXACT: f64 = 9_007_199_254_740_992.0;
+    let limits = policy
+        .tiers
+        .iter()
+        .flat_map(|t| &t.limits)
+        .chain(policy.endpoints.iter().flat_map(|r| &r.limits))
+        .chain(&policy.default_endpoint.limits);
+    for limit in limits {
+        let largest = limit.requests.get().max(limit.burst.get()) as f64;
+        if largest * limit.window_micros() as f64 >= EXACT {
+            tracing::warn!(
+                limit = %limit.label,
+                "requests x window is beyond what Redis's Lua computes exactly; decisions may be off by one request"
+            );
+        }
+    }
+}
+
 /// Runs the daemon until SIGINT or SIGTERM.
 pub async fn serve(config: ServeConfig) -> Result<(), ServeError> {
     let policy = Policy::load(&config.policy).map_err(|errors| ServeError::Policy {
@@ -68,6 +88,9 @@ pub async fn serve(config: ServeConfig) -> Result<(), ServeError> {
     let clock: Arc<dyn Clock> = Arc::new(system_clock.clone());
     let store = store::open(&policy.store, clock.clone()).await?;
     let remote = !matches!(store, store::Backend::Memory(_));
+    if remote {
+        warn_inexact_limits(&policy);
+    }
     let max_keys = policy.store.max_keys.get();
     let metrics = Arc::new(Metrics::new());
     let mut engine = Engine::new(policy, store, hasher_from(config.hash_key.as_deref()))

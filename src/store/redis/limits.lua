@@ -1,8 +1,9 @@
 -- ratewarden: check, and consume or refund, every limit of one request, atomically.
 --
 -- The same algorithms as src/algorithm/*.rs, step for step, on whole microseconds. Lua numbers
--- are doubles: every value stays an integer below 2^53, and divisions go through idiv/cdiv so
--- they are exact.
+-- are doubles, exact for integers below 2^53; divisions go through idiv/cdiv so they are exact.
+-- Timestamps and counts are far below that; the products requests x window (in us) stay below
+-- it for up to ~2.5 million requests an hour (the daemon warns about larger limits).
 --
 -- ARGV[1]  mode: "apply" (consume if every enforced limit passes), "dry" (evaluate only),
 --          "refund" (undo a consumption made at ARGV[2])
