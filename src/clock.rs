@@ -27,6 +27,8 @@ pub struct SystemClock {
     base: quanta::Instant,
     /// Wall time minus monotonic time, in microseconds.
     offset: Arc<AtomicU64>,
+    /// The latest time handed out: a resync may slew back, readers never see time go back.
+    latest: Arc<AtomicU64>,
 }
 
 /// The most a resync moves the clock back per call, so time never visibly steps back.
@@ -43,7 +45,13 @@ impl SystemClock {
         let mono = quanta::Clock::new();
         let base = mono.now();
         let offset = Arc::new(AtomicU64::new(0));
-        let clock = Self { mono, base, offset };
+        let latest = Arc::new(AtomicU64::new(0));
+        let clock = Self {
+            mono,
+            base,
+            offset,
+            latest,
+        };
         clock.offset.store(clock.wall_offset(), Ordering::Relaxed);
         clock
     }
@@ -52,11 +60,15 @@ impl SystemClock {
         micros(self.mono.now().saturating_duration_since(self.base))
     }
 
+    /// The wall clock read between two monotonic reads, against their midpoint, so a thread
+    /// preempted between the reads does not skew the offset.
     fn wall_offset(&self) -> u64 {
+        let before = self.mono_micros();
         let wall = SystemTime::now()
             .duration_since(UNIX_EPOCH)
             .map_or(0, |d| u64::try_from(d.as_micros()).unwrap_or(u64::MAX));
-        wall.saturating_sub(self.mono_micros())
+        let after = self.mono_micros();
+        wall.saturating_sub(before + (after - before) / 2)
     }
 
     /// Follows the system's wall clock: forward at once, backward by at most 1 ms a call.
@@ -74,7 +86,8 @@ impl SystemClock {
 
 impl Clock for SystemClock {
     fn now(&self) -> Micros {
-        self.mono_micros() + self.offset.load(Ordering::Relaxed)
+        let now = self.mono_micros() + self.offset.load(Ordering::Relaxed);
+        self.latest.fetch_max(now, Ordering::Relaxed).max(now)
     }
 }
 

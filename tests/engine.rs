@@ -212,12 +212,13 @@ async fn ip_keyed_rule_without_ip_names_the_rule() {
     assert_eq!(
         error,
         CheckError::MissingIp {
-            rule: "endpoints[3]".into()
+            rule: "endpoints[3]".into(),
+            path: "/login".into()
         }
     );
     assert_eq!(
         error.to_string(),
-        "rule endpoints[3] counts per IP address (key: ip) and the request has no `ip`"
+        "rule endpoints[3] (/login) counts per IP address (key: ip) and the request has no `ip`"
     );
 }
 

@@ -236,7 +236,7 @@ async fn undecidable_requests_are_400() {
         .await
         .assert_problem(
             StatusCode::BAD_REQUEST,
-            "rule endpoints[3] counts per IP address (key: ip) and the request has no `ip`",
+            "rule endpoints[3] (/login) counts per IP address (key: ip) and the request has no `ip`",
         );
     let reply = check(
         &app,
@@ -438,10 +438,16 @@ async fn every_malformed_request_is_a_4xx_that_names_the_problem() {
         "/v1/check does not accept GET",
     );
     assert!(reply.header("allow").contains("POST"));
-    let reply = call(&app.router, Method::DELETE, "/v1/auth", &[], "").await;
+    let reply = call(&app.router, Method::DELETE, "/v1/report", &[], "").await;
     reply.assert_problem(
         StatusCode::METHOD_NOT_ALLOWED,
-        "/v1/auth does not accept DELETE",
+        "/v1/report does not accept DELETE",
+    );
+    // Forward auth answers any method: some proxies send the client's.
+    let reply = call(&app.router, Method::DELETE, "/v1/auth", &[], "").await;
+    reply.assert_problem(
+        StatusCode::BAD_REQUEST,
+        "headers X-Original-URI and X-Forwarded-Uri are both missing: one must name the requested URI",
     );
 }
 
@@ -545,7 +551,7 @@ async fn a_bad_batch_is_400_and_consumes_nothing() {
         ),
         (
             json!({"requests": [item, {"user": "z", "endpoint": "/login"}]}),
-            "requests[1]: rule endpoints[3] counts per IP address (key: ip) and the request has no `ip`",
+            "requests[1]: rule endpoints[3] (/login) counts per IP address (key: ip) and the request has no `ip`",
         ),
         (
             json!({"requests": [{"user": "z", "endpoint": "/x", "cots": 2}]}),

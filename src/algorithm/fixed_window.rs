@@ -4,6 +4,15 @@
 use super::{Outcome, Rate, State, never, window_start};
 use crate::clock::Micros;
 
+/// `now`, or the stored window's start when the clock stepped back behind it (another
+/// daemon's clock, a Redis failover): counted usage is never dropped for an older window.
+fn not_before_state(state: Option<&State>, now: Micros) -> Micros {
+    match state {
+        Some(State::FixedWindow { start, .. }) => now.max(*start),
+        _ => now,
+    }
+}
+
 fn count_now(state: Option<&State>, start: Micros) -> u64 {
     match state {
         Some(State::FixedWindow { start: s, count }) if *s == start => *count,
@@ -12,6 +21,7 @@ fn count_now(state: Option<&State>, start: Micros) -> u64 {
 }
 
 pub(super) fn peek(state: Option<&State>, now: Micros, rate: &Rate, cost: u64) -> Outcome {
+    let now = not_before_state(state, now);
     let start = window_start(now, rate.window);
     let until_end = start + rate.window - now;
     let count = count_now(state, start);
@@ -40,6 +50,7 @@ pub(super) fn peek(state: Option<&State>, now: Micros, rate: &Rate, cost: u64) -
 }
 
 pub(super) fn consume(state: &mut Option<State>, now: Micros, rate: &Rate, cost: u64) -> Micros {
+    let now = not_before_state(state.as_ref(), now);
     let start = window_start(now, rate.window);
     let count = count_now(state.as_ref(), start).saturating_add(cost);
     *state = Some(State::FixedWindow { start, count });

@@ -8,6 +8,15 @@ use super::{Outcome, Rate, State, never, window_start};
 use crate::clock::Micros;
 
 /// (previous, current) as seen from the window starting at `start`.
+/// `now`, or the stored window's start when the clock stepped back behind it: counted usage
+/// is never dropped for an older window.
+fn not_before_state(state: Option<&State>, now: Micros) -> Micros {
+    match state {
+        Some(State::SlidingWindow { start, .. }) => now.max(*start),
+        _ => now,
+    }
+}
+
 fn counters(state: Option<&State>, start: Micros, window: Micros) -> (u64, u64) {
     match state {
         Some(State::SlidingWindow {
@@ -29,6 +38,7 @@ fn counters(state: Option<&State>, start: Micros, window: Micros) -> (u64, u64) 
 
 pub(super) fn peek(state: Option<&State>, now: Micros, rate: &Rate, cost: u64) -> Outcome {
     let w = rate.window;
+    let now = not_before_state(state, now);
     let start = window_start(now, w);
     let elapsed = now - start;
     let (previous, current) = counters(state, start, w);
@@ -99,6 +109,7 @@ fn retry_after(
 }
 
 pub(super) fn consume(state: &mut Option<State>, now: Micros, rate: &Rate, cost: u64) -> Micros {
+    let now = not_before_state(state.as_ref(), now);
     let start = window_start(now, rate.window);
     let (previous, current) = counters(state.as_ref(), start, rate.window);
     *state = Some(State::SlidingWindow {

@@ -27,7 +27,10 @@ pub(super) fn peek(state: Option<&State>, now: Micros, rate: &Rate, cost: u64) -
         return never(rate, 0, 0);
     };
     let (used, last) = refilled(state, now, interval);
-    let full_at = |used: u64| (last + used * interval).saturating_sub(now);
+    let full_at = |used: u64| {
+        last.saturating_add(used.saturating_mul(interval))
+            .saturating_sub(now)
+    };
     if cost > burst {
         return never(rate, burst.saturating_sub(used), full_at(used));
     }

@@ -152,9 +152,16 @@ impl Verdict {
         let headline = (0..checks.len())
             .filter(enforced)
             .min_by_key(|&i| (checks[i].outcome.remaining, window(i)));
-        let violated: SmallVec<[usize; 4]> = (0..checks.len())
+        let beyond_base_of = |i: usize| {
+            resolved
+                .limit(i)
+                .is_some_and(|l| plan.cost > l.base_rate().capacity())
+        };
+        let mut violated: SmallVec<[usize; 4]> = (0..checks.len())
             .filter(|i| enforced(i) && !checks[*i].outcome.allowed)
             .collect();
+        // A limit the cost can never fit comes first: it is the one a denial names.
+        violated.sort_by_key(|&i| !beyond_base_of(i));
         let shadow_violated: SmallVec<[usize; 4]> = (0..checks.len())
             .filter(|i| !enforced(i) && !checks[*i].outcome.allowed)
             .collect();
@@ -181,11 +188,7 @@ impl Verdict {
             .iter()
             .map(|&i| checks[i].outcome.retry_after)
             .try_fold(0, |acc, r| r.map(|r| acc.max(r)));
-        let beyond_base = violated.iter().any(|&i| {
-            resolved
-                .limit(i)
-                .is_some_and(|l| plan.cost > l.base_rate().capacity())
-        });
+        let beyond_base = violated.iter().any(|&i| beyond_base_of(i));
         let beyond_effective = violated
             .iter()
             .any(|&i| checks[i].outcome.retry_after.is_none());

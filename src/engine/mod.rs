@@ -44,6 +44,8 @@ pub struct Engine<S = Backend> {
     scale: Arc<ScaleFactors>,
     tiers: TierCache,
     metrics: Arc<Metrics>,
+    /// This store's latency histogram, resolved once (a label lookup per decision is costly).
+    store_latency: prometheus::Histogram,
 }
 
 impl<S: Store> Engine<S> {
@@ -52,11 +54,14 @@ impl<S: Store> Engine<S> {
         let metrics = Arc::new(Metrics::new());
         Self {
             policy: ArcSwap::from_pointee(policy),
-            store,
             fallback: None,
             hasher,
             scale,
             tiers: TierCache::new(metrics.clone()),
+            store_latency: metrics
+                .store_duration
+                .with_label_values(&[store.kind().label()]),
+            store,
             metrics,
         }
     }
@@ -64,6 +69,9 @@ impl<S: Store> Engine<S> {
     /// Uses `metrics` (the daemon's one registry) instead of a private one.
     pub fn with_metrics(mut self, metrics: Arc<Metrics>) -> Self {
         self.tiers = TierCache::new(metrics.clone());
+        self.store_latency = metrics
+            .store_duration
+            .with_label_values(&[self.store.kind().label()]);
         self.metrics = metrics;
         self
     }
@@ -172,6 +180,7 @@ impl<S: Store> Engine<S> {
             (KeyScope::Ip, None) if !rule.limits.is_empty() => {
                 return Err(CheckError::MissingIp {
                     rule: rule.path_in_file.clone(),
+                    path: rule.pattern.display(),
                 });
             }
             _ => None,
@@ -254,10 +263,7 @@ impl<S: Store> Engine<S> {
     }
 
     fn observe_store(&self, started: quanta::Instant) {
-        self.metrics
-            .store_duration
-            .with_label_values(&[self.store.kind().label()])
-            .observe(started.elapsed().as_secs_f64());
+        self.store_latency.observe(started.elapsed().as_secs_f64());
     }
 
     fn conclude(&self, plan: Plan, result: Result<Applied, StoreError>) -> Decision {

@@ -77,7 +77,14 @@ impl Plan {
             .enumerate()
             .map(|(i, limit)| {
                 let scales = self.scales(i);
-                let rate = limit.rate(scales.enforced);
+                let mut rate = limit.rate(scales.enforced);
+                let base = limit.base_rate();
+                if self.cost > base.capacity() {
+                    // A cost above the base limit never passes (api.md), even while a load
+                    // factor above 1 lifts the effective limit over it.
+                    rate.requests = rate.requests.min(base.requests);
+                    rate.burst = rate.burst.min(base.burst);
+                }
                 let probe =
                     |scale: f64| -> Option<Rate> { Some(limit.rate(scale)).filter(|r| *r != rate) };
                 let subject = match self.ip {

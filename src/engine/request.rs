@@ -54,6 +54,6 @@ impl<'a> CheckRequest<'a> {
 pub enum CheckError {
     #[error("unknown tier \"{0}\"")]
     UnknownTier(String),
-    #[error("rule {rule} counts per IP address (key: ip) and the request has no `ip`")]
-    MissingIp { rule: String },
+    #[error("rule {rule} ({path}) counts per IP address (key: ip) and the request has no `ip`")]
+    MissingIp { rule: String, path: String },
 }

@@ -15,9 +15,10 @@ use std::net::{IpAddr, SocketAddr};
 const ORIGINAL_URI: &str = "X-Original-URI";
 const FORWARDED_URI: &str = "X-Forwarded-Uri";
 
-/// Decides the request a proxy is about to forward.
+/// Decides the request a proxy is about to forward. Any method: some proxies send the auth
+/// subrequest with the client's method.
 #[utoipa::path(
-    get, path = "/v1/auth", tag = "decisions",
+    method(get, head, post, put, delete, patch, options), path = "/v1/auth", tag = "decisions",
     params(
         ("X-Original-URI" = Option<String>, Header, description = "The requested URI (nginx)"),
         ("X-Forwarded-Uri" = Option<String>, Header, description = "The requested URI (Traefik, Caddy)"),

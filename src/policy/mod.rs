@@ -170,8 +170,9 @@ fn scale_count(n: u64, scale: f64) -> u64 {
     if scale == 1.0 {
         return n;
     }
-    // `as` saturates; NaN and negatives (never produced, scales are validated) become 0.
-    (n as f64 * scale).floor() as u64
+    // `as` saturates; NaN and negatives (never produced, scales are validated) become 0. The
+    // epsilon keeps products such as 100 × 0.29 (28.999999999999996 in binary) at 29.
+    (n as f64 * scale + 1e-9).floor() as u64
 }
 
 #[derive(Debug, Clone, PartialEq)]

@@ -55,7 +55,15 @@ local function read(c)
 end
 
 -- fixed_window ---------------------------------------------------------------------------
+-- A clock that stepped back behind the stored window (another daemon's, a failover) is taken
+-- as at that window's start: counted usage is never dropped for an older window.
+local function not_before(st, now)
+  if st and st.a > now then return st.a end
+  return now
+end
+
 local function fixed_peek(st, now, w, limit, cost)
+  now = not_before(st, now)
   local start = now - now % w
   local until_end = start + w - now
   local count = (st and st.a == start) and st.b or 0
@@ -65,6 +73,7 @@ local function fixed_peek(st, now, w, limit, cost)
   return {0, limit, math.max(limit - count, 0), reset, until_end}
 end
 local function fixed_consume(c, st, now, cost)
+  now = not_before(st, now)
   local w = c.w
   local start = now - now % w
   local count = ((st and st.a == start) and st.b or 0) + cost
@@ -80,6 +89,7 @@ local function counters(st, start, w)
   return 0, 0
 end
 local function window_peek(st, now, w, limit, cost)
+  now = not_before(st, now)
   local start = now - now % w
   local elapsed = now - start
   local prev, cur = counters(st, start, w)
@@ -103,6 +113,7 @@ local function window_peek(st, now, w, limit, cost)
   return {0, limit, before, reset, left + u}
 end
 local function window_consume(c, st, now, cost)
+  now = not_before(st, now)
   local w = c.w
   local start = now - now % w
   local prev, cur = counters(st, start, w)
@@ -164,14 +175,23 @@ local function log_entries(c, min, max)
 end
 local function log_peek(c, st, now, w, limit, cost)
   local horizon = now - w
-  local used = st.total
-  local expired = log_entries(c, '-inf', num(horizon))
-  for i = 1, #expired, 2 do used = used - entry_cost(expired[i]) end
-  local live = log_entries(c, '(' .. num(horizon), '+inf')
-  local newest = #live > 0 and tonumber(live[#live]) or nil
-  local reset = newest and math.max(newest + w - now, 0) or 0
+  if not st.expired then
+    -- Shared by the outcome and the probes: read the log once per check.
+    st.expired = log_entries(c, '-inf', num(horizon))
+    local used = st.total
+    for i = 1, #st.expired, 2 do used = used - entry_cost(st.expired[i]) end
+    st.used = math.max(used, 0)
+    local newest = redis.pcall('ZRANGE', c.key, -1, -1, 'WITHSCORES')
+    if type(newest) == 'table' and not newest.err and #newest > 0 and tonumber(newest[2]) > horizon then
+      st.newest = tonumber(newest[2])
+    end
+  end
+  local used = st.used
+  local reset = st.newest and math.max(st.newest + w - now, 0) or 0
   if cost > limit then return never(limit, math.max(limit - used, 0), reset) end
   if used + cost <= limit then return {1, limit, limit - used - cost, w, 0} end
+  -- Denied: walk the live entries, oldest first, until enough have left the window.
+  local live = log_entries(c, '(' .. num(horizon), '+inf')
   local left, retry = used, 0
   for i = 1, #live, 2 do
     left = left - entry_cost(live[i])
@@ -205,13 +225,20 @@ local function log_consume(c, st, now, cost)
   return at + c.w
 end
 local function log_refund(c, st, since, cost)
+  -- Take back up to `cost` from the newest entries at or after the consumption, and lower the
+  -- total by exactly what was removed (never below what the log holds).
   local entries = log_entries(c, num(since), '+inf')
-  if #entries == 0 then return end
-  local member, at = entries[#entries - 1], entries[#entries]
-  local left = entry_cost(member) - cost
-  redis.call('ZREM', c.key, member)
-  if left > 0 then redis.call('ZADD', c.key, at, at .. ':' .. num(left)) end
-  redis.call('SET', c.tkey, num(math.max(st.total - cost, 0)), 'KEEPTTL')
+  local left, removed = cost, 0
+  local i = #entries - 1
+  while left > 0 and i >= 1 do
+    local member, at = entries[i], entries[i + 1]
+    local have = entry_cost(member)
+    local take = math.min(have, left)
+    redis.call('ZREM', c.key, member)
+    if have > take then redis.call('ZADD', c.key, at, at .. ':' .. num(have - take)) end
+    left, removed, i = left - take, removed + take, i - 2
+  end
+  if removed > 0 then redis.call('SET', c.tkey, num(math.max(st.total - removed, 0)), 'KEEPTTL') end
 end
 
 -- dispatch -------------------------------------------------------------------------------

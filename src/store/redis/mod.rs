@@ -17,6 +17,9 @@ use script::{Mode, SOURCE};
 use std::sync::Arc;
 use std::time::Duration;
 
+/// Batch items that share one `store.timeout` of deadline.
+const BATCH_PER_TIMEOUT: usize = 50;
+
 pub struct RedisStore {
     conn: Connection,
     prefix: String,
@@ -177,11 +180,14 @@ impl RedisStore {
             pipe.ignore_errors();
             pipe
         };
+        // store.timeout is per round trip of one request's work; a batch carries many.
+        let timeout = self.timeout
+            * u32::try_from(encoded.len().div_ceil(BATCH_PER_TIMEOUT))
+                .unwrap_or(u32::MAX)
+                .max(1);
         let all: Vec<usize> = (0..encoded.len()).collect();
-        let mut replies: Vec<redis::RedisResult<Vec<i64>>> = self
-            .conn
-            .pipeline(&pipeline(&all, true), self.timeout)
-            .await?;
+        let mut replies: Vec<redis::RedisResult<Vec<i64>>> =
+            self.conn.pipeline(&pipeline(&all, true), timeout).await?;
         // Each EVALSHA ran or was refused on its own: the script can be flushed, or loaded by
         // another daemon, midway through the pipeline. Only the refused ones run again (EVAL):
         // running the whole pipeline again would count the others twice.
@@ -194,7 +200,7 @@ impl RedisStore {
         if !refused.is_empty() {
             let again: Vec<redis::RedisResult<Vec<i64>>> = self
                 .conn
-                .pipeline(&pipeline(&refused, false), self.timeout)
+                .pipeline(&pipeline(&refused, false), timeout)
                 .await?;
             for (i, reply) in refused.into_iter().zip(again) {
                 replies[i] = reply;
