@@ -89,6 +89,7 @@ impl<S: Store> Engine<S> {
     /// Swaps in a new policy. Usage stays with limits that keep their names, and the live
     /// thresholds reset to the file's values (the file is the source of truth).
     pub fn reload(&self, policy: Policy) {
+        let _writes = self.scale.lock_writes();
         self.scale.set_thresholds(Thresholds::from_policy(&policy));
         self.policy.store(Arc::new(policy));
     }
@@ -117,6 +118,31 @@ impl<S: Store> Engine<S> {
         }
         let subject = self.hasher.user(user);
         self.tiers.get(subject, || self.store.tier(subject)).await
+    }
+
+    /// The stored tiers of a batch's users (those without a `tier`), in one lookup.
+    async fn stored_tiers(&self, requests: &[CheckRequest<'_>]) -> Vec<Option<Arc<str>>> {
+        if !self.store.has_tiers() {
+            return vec![None; requests.len()];
+        }
+        let asking: Vec<usize> = (0..requests.len())
+            .filter(|&i| requests[i].tier.is_none())
+            .collect();
+        let subjects: Vec<KeyHash> = asking
+            .iter()
+            .map(|&i| self.hasher.user(requests[i].user))
+            .collect();
+        let found = self
+            .tiers
+            .get_many(&subjects, |missing| async move {
+                self.store.tiers(&missing).await
+            })
+            .await;
+        let mut stored = vec![None; requests.len()];
+        for (i, tier) in asking.into_iter().zip(found) {
+            stored[i] = tier;
+        }
+        stored
     }
 
     /// Stores (or removes) a user's tier; the local cache forgets it at once.
@@ -230,12 +256,9 @@ impl<S: Store> Engine<S> {
         &self,
         requests: &[CheckRequest<'_>],
     ) -> Result<Vec<Decision>, BatchError> {
+        let stored = self.stored_tiers(requests).await;
         let mut plans = Vec::with_capacity(requests.len());
-        for (index, request) in requests.iter().enumerate() {
-            let stored = match request.tier {
-                Some(_) => None,
-                None => self.stored_tier(request.user).await,
-            };
+        for (index, (request, stored)) in requests.iter().zip(&stored).enumerate() {
             plans.push(
                 self.plan(request, stored.as_deref())
                     .map_err(|error| BatchError { index, error })?,

@@ -48,6 +48,9 @@ pub struct Standing {
 }
 
 pub struct ScaleFactors {
+    /// Serialises read-modify-write changes of the thresholds (admin `PUT`s, reloads that
+    /// reset them), so no change is lost or undone by a concurrent one.
+    writes: parking_lot::Mutex<()>,
     load_factor: AtomicU64,
     thresholds: ArcSwap<Thresholds>,
     standings: ArcSwap<HashMap<KeyHash, Standing>>,
@@ -56,6 +59,7 @@ pub struct ScaleFactors {
 impl ScaleFactors {
     pub fn new(thresholds: Thresholds) -> Self {
         Self {
+            writes: parking_lot::Mutex::new(()),
             load_factor: AtomicU64::new(1.0f64.to_bits()),
             thresholds: ArcSwap::from_pointee(thresholds),
             standings: ArcSwap::default(),
@@ -77,6 +81,11 @@ impl ScaleFactors {
 
     pub fn set_load_factor(&self, factor: f64) {
         self.load_factor.store(factor.to_bits(), Ordering::Relaxed);
+    }
+
+    /// Held while reading, changing and storing the thresholds.
+    pub fn lock_writes(&self) -> parking_lot::MutexGuard<'_, ()> {
+        self.writes.lock()
     }
 
     pub fn thresholds(&self) -> Thresholds {

@@ -58,6 +58,56 @@ impl TierCache {
         }
     }
 
+    /// The tiers of several subjects: cached ones from the cache, the others with one
+    /// `lookup` of all of them (one round trip for a whole batch).
+    pub async fn get_many<F, Fut>(&self, subjects: &[KeyHash], lookup: F) -> Vec<Option<Arc<str>>>
+    where
+        F: FnOnce(Vec<KeyHash>) -> Fut,
+        Fut: Future<Output = Result<Vec<Option<String>>, StoreError>>,
+    {
+        let mut found = Vec::with_capacity(subjects.len());
+        let mut missing = Vec::new();
+        for subject in subjects {
+            match self.cache.get(subject).await {
+                Some(tier) => {
+                    self.metrics
+                        .tier_cache_requests
+                        .with_label_values(&["hit"])
+                        .inc();
+                    found.push(tier);
+                }
+                None => {
+                    self.metrics
+                        .tier_cache_requests
+                        .with_label_values(&["miss"])
+                        .inc();
+                    found.push(None);
+                    if !missing.contains(subject) {
+                        missing.push(*subject);
+                    }
+                }
+            }
+        }
+        if missing.is_empty() {
+            return found;
+        }
+        match lookup(missing.clone()).await {
+            Ok(tiers) => {
+                for (subject, tier) in missing.iter().zip(tiers) {
+                    let tier: Option<Arc<str>> = tier.map(Into::into);
+                    self.cache.insert(*subject, tier.clone()).await;
+                    for (i, s) in subjects.iter().enumerate() {
+                        if s == subject {
+                            found[i] = tier.clone();
+                        }
+                    }
+                }
+            }
+            Err(error) => tracing::debug!(%error, "tier store failed; using the default tier"),
+        }
+        found
+    }
+
     pub async fn forget(&self, subject: KeyHash) {
         self.cache.invalidate(&subject).await;
     }

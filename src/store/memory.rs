@@ -195,6 +195,11 @@ impl Store for MemoryStore {
         Ok(self.tiers.read().get(&subject).cloned())
     }
 
+    async fn tiers(&self, subjects: &[KeyHash]) -> Result<Vec<Option<String>>, StoreError> {
+        let tiers = self.tiers.read();
+        Ok(subjects.iter().map(|s| tiers.get(s).cloned()).collect())
+    }
+
     async fn set_tier(&self, subject: KeyHash, tier: Option<&str>) -> Result<(), StoreError> {
         let mut tiers = self.tiers.write();
         match tier {

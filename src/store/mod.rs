@@ -114,6 +114,12 @@ pub trait Store: Send + Sync + 'static {
         subject: KeyHash,
     ) -> impl Future<Output = Result<Option<String>, StoreError>> + Send;
 
+    /// The tiers stored for several subjects, in one round trip.
+    fn tiers(
+        &self,
+        subjects: &[KeyHash],
+    ) -> impl Future<Output = Result<Vec<Option<String>>, StoreError>> + Send;
+
     /// Stores (or with `None` removes) a subject's tier.
     fn set_tier(
         &self,
@@ -168,6 +174,13 @@ impl Store for Backend {
         match self {
             Backend::Memory(s) => s.tier(subject).await,
             Backend::Redis(s) => s.tier(subject).await,
+        }
+    }
+
+    async fn tiers(&self, subjects: &[KeyHash]) -> Result<Vec<Option<String>>, StoreError> {
+        match self {
+            Backend::Memory(s) => s.tiers(subjects).await,
+            Backend::Redis(s) => s.tiers(subjects).await,
         }
     }
 

@@ -19,17 +19,12 @@ use axum::extract::FromRequestParts;
 use axum::http::request::Parts;
 use axum::http::{HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
-use parking_lot::Mutex;
 use serde::{Deserialize, Deserializer};
 use subtle::ConstantTimeEq;
 use utoipa::openapi::security::{Http, HttpAuthScheme, SecurityScheme};
 use utoipa::{Modify, OpenApi};
 use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
-
-/// Serialises the admin writes of the thresholds (read, merge, validate, store; and reload,
-/// which resets them), so two concurrent `PUT`s of different fields do not lose one.
-static THRESHOLD_WRITES: Mutex<()> = Mutex::new(());
 
 #[derive(OpenApi)]
 #[openapi(modifiers(&BearerScheme))]

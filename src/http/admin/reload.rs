@@ -3,7 +3,7 @@
 //! Signals and file watching cover an operator on the host; this covers one who only has the
 //! API, and answers with every error of a refused file instead of only logging them.
 
-use super::{Admin, THRESHOLD_WRITES};
+use super::Admin;
 use crate::http::AppState;
 use crate::http::problem::Problem;
 use axum::Json;
@@ -38,7 +38,6 @@ pub async fn reload(_: Admin, State(state): State<AppState>) -> Result<Json<Relo
     };
     // Reading the file blocks: off the async workers.
     let outcome = tokio::task::spawn_blocking(move || {
-        let _writes = THRESHOLD_WRITES.lock();
         reloader
             .reload("admin API")
             .map_err(|errors| (reloader.path().display().to_string(), errors))

@@ -4,7 +4,7 @@
 //! `load_low` and `load_high` together is judged on where both end up, and a refused one
 //! changes nothing.
 
-use super::{Admin, THRESHOLD_WRITES, present};
+use super::{Admin, present};
 use crate::engine::Thresholds;
 use crate::http::AppState;
 use crate::http::body::JsonBody;
@@ -194,7 +194,9 @@ pub async fn put_thresholds(
     JsonBody(patch): JsonBody<ThresholdsPatch>,
 ) -> Result<Json<ThresholdsBody>, Problem> {
     let scale = state.engine.scale_factors();
-    let _writes = THRESHOLD_WRITES.lock();
+    // Every reload takes this lock too (Engine::reload): a reset is never undone by a PUT
+    // that read the thresholds before it.
+    let _writes = scale.lock_writes();
     let next = patch.apply_to(scale.thresholds())?;
     scale.set_thresholds(next);
     tracing::info!(?next, "thresholds changed through the admin API");

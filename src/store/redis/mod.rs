@@ -249,6 +249,14 @@ impl Store for RedisStore {
                 Err(error) => requests.iter().map(|_| Err(error.clone())).collect(),
             };
         }
+        if requests.iter().any(|r| script::groups(r).len() > 1) {
+            // An item applied part by part must not interleave with the others: in order.
+            let mut results = Vec::with_capacity(requests.len());
+            for request in requests {
+                results.push(self.apply(request).await);
+            }
+            return results;
+        }
         // A cluster routes each request to its slot's node; sent together, answered together.
         futures_util::future::join_all(requests.iter().map(|r| self.apply(r))).await
     }
@@ -280,6 +288,18 @@ impl Store for RedisStore {
     async fn tier(&self, subject: KeyHash) -> Result<Option<String>, StoreError> {
         let mut cmd = redis::cmd("HGET");
         cmd.arg(self.tiers_key()).arg(subject.to_string());
+        self.conn.query(&cmd, self.timeout).await
+    }
+
+    async fn tiers(&self, subjects: &[KeyHash]) -> Result<Vec<Option<String>>, StoreError> {
+        if subjects.is_empty() {
+            return Ok(Vec::new());
+        }
+        let mut cmd = redis::cmd("HMGET");
+        cmd.arg(self.tiers_key());
+        for subject in subjects {
+            cmd.arg(subject.to_string());
+        }
         self.conn.query(&cmd, self.timeout).await
     }
 
