@@ -4,6 +4,7 @@
 pub mod daemon;
 pub mod http;
 pub mod redis;
+pub mod rng;
 
 use ratewarden::clock::ManualClock;
 use ratewarden::engine::{CheckRequest, Decision, Engine, SubjectHasher};
