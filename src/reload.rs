@@ -16,11 +16,17 @@ use tokio::sync::mpsc;
 pub struct Reloader {
     path: PathBuf,
     engine: Arc<Engine>,
+    /// One reload at a time: two concurrent ones could otherwise install the older file last.
+    serial: Arc<parking_lot::Mutex<()>>,
 }
 
 impl Reloader {
     pub fn new(path: PathBuf, engine: Arc<Engine>) -> Self {
-        Self { path, engine }
+        Self {
+            path,
+            engine,
+            serial: Arc::default(),
+        }
     }
 
     pub fn path(&self) -> &Path {
@@ -37,6 +43,7 @@ impl Reloader {
 
     /// Reads, validates and swaps in the policy; on error the old one stays in force.
     pub fn reload(&self, trigger: &str) -> Result<(), PolicyErrors> {
+        let _one_at_a_time = self.serial.lock();
         match Policy::load(&self.path) {
             Ok(policy) => {
                 self.count("success");
@@ -70,7 +77,9 @@ impl Reloader {
                 // Editors write a file in several steps: let them finish, then read once.
                 tokio::time::sleep(Duration::from_millis(100)).await;
                 while rx.try_recv().is_ok() {}
-                let _ = self.reload(trigger);
+                // Reading the file blocks: off the async workers.
+                let reloader = self.clone();
+                let _ = tokio::task::spawn_blocking(move || reloader.reload(trigger)).await;
             }
         });
     }

@@ -76,6 +76,11 @@ pub fn router_and_openapi(state: AppState) -> (Router, utoipa::openapi::OpenApi)
         )
         .fallback(not_found)
         .layer(RequestBodyLimitLayer::new(body::MAX_BODY_BYTES))
+        // Inside `problems_only`, so a timeout's 408 becomes problem+json too.
+        .layer(TimeoutLayer::with_status_code(
+            StatusCode::REQUEST_TIMEOUT,
+            REQUEST_TIMEOUT,
+        ))
         .layer(middleware::from_fn(problems_only))
         .layer(CatchPanicLayer::custom(|_| {
             Problem::new(
@@ -83,11 +88,7 @@ pub fn router_and_openapi(state: AppState) -> (Router, utoipa::openapi::OpenApi)
                 "internal error (a bug: please report it)",
             )
             .into_response()
-        }))
-        .layer(TimeoutLayer::with_status_code(
-            StatusCode::REQUEST_TIMEOUT,
-            REQUEST_TIMEOUT,
-        ));
+        }));
     (router, api)
 }
 

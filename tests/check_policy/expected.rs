@@ -7,6 +7,12 @@
 /// Each bad fixture and exactly the lines `PolicyErrors::lines` gives for it, in order.
 pub const BAD: &[(&str, &[&str])] = &[
     (
+        "limit_name_with_colon",
+        &[
+            "tiers.free.limits[0].name: \"per:minute\" may contain only letters, digits, '_', '-' and '.'",
+        ],
+    ),
+    (
         "negative_requests",
         &["tiers.free.limits[1].requests: must be at least 1"],
     ),

@@ -24,8 +24,24 @@ const LIMIT_KEYS: &[&str] = &[
     "adaptive",
 ];
 
+/// Tier and limit names become parts of store keys and header values: letters, digits, `_`,
+/// `-` and `.` only, so no two limits can ever share a key (`:` and `#` separate key parts).
+pub(super) fn plain_name(e: &mut Errors, path: &str, name: &str) -> bool {
+    let plain = name
+        .chars()
+        .all(|c| c.is_ascii_alphanumeric() || matches!(c, '_' | '-' | '.'));
+    if !plain {
+        e.push(
+            path,
+            format!("\"{name}\" may contain only letters, digits, '_', '-' and '.'"),
+        );
+    }
+    plain
+}
+
 pub(super) fn compile_tier(e: &mut Errors, name: &str, raw: &RawTier) -> Tier {
     let path = format!("tiers.{name}");
+    plain_name(e, &path, name);
     e.unknown_keys(&path, &raw.unknown, &["adaptive", "limits"]);
     let adaptive = e.boolean(&join(&path, "adaptive"), &raw.adaptive, true);
     if raw.limits.is_none() {
@@ -148,7 +164,8 @@ fn limit(
     let at = |key: &str| join(path, key);
     let name = e
         .required(&at("name"), &raw.name)
-        .and_then(|v| e.string(&at("name"), v));
+        .and_then(|v| e.string(&at("name"), v))
+        .filter(|n| plain_name(e, &at("name"), n));
     let algorithm = e
         .required(&at("algorithm"), &raw.algorithm)
         .and_then(|v| match v {
