@@ -9,6 +9,7 @@
 //!   store (one Lua script per request; Redis Cluster).
 //! - [`engine`]: resolves tier and endpoint rule, scales limits, and turns store outcomes
 //!   into a [`engine::Decision`].
+//! - [`features`]: per-subject access features (rates and ratios over the anomaly window).
 //! - [`http`]: the HTTP adapter (axum): requests in, decisions out.
 //! - [`metrics`]: the one Prometheus `Metrics` struct, passed down to whoever records.
 //! - [`reload`]: policy hot reload (SIGHUP, file changes, admin API).
@@ -20,6 +21,7 @@ pub mod cli;
 pub mod clock;
 pub mod daemon;
 pub mod engine;
+pub mod features;
 pub mod http;
 pub mod metrics;
 pub mod policy;

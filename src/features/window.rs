@@ -1,0 +1,97 @@
+//! Activity over the anomaly window, kept in process: a few time buckets per subject, so old
+//! traffic leaves the window a bucket at a time. (With a shared Redis the same buckets live in
+//! the store instead; see `store::redis`.)
+
+use super::{Activity, Pending};
+use crate::clock::Micros;
+use crate::store::KeyHash;
+use hashbrown::HashMap;
+use smallvec::SmallVec;
+use std::time::Duration;
+
+/// How many buckets a window is cut into: traffic leaves the window within 1/BUCKETS of it.
+pub const BUCKETS: u64 = 6;
+
+pub struct ActivityWindow {
+    bucket_len: Micros,
+    subjects: HashMap<KeyHash, SmallVec<[(u64, Activity); 2]>>,
+}
+
+impl ActivityWindow {
+    pub fn new(window: Duration) -> Self {
+        Self {
+            bucket_len: bucket_len(window),
+            subjects: HashMap::new(),
+        }
+    }
+
+    pub fn len(&self) -> usize {
+        self.subjects.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.subjects.is_empty()
+    }
+
+    /// Adds one interval's pending activity of a subject at `now`.
+    pub fn add(&mut self, subject: KeyHash, now: Micros, pending: &Pending) {
+        let index = now / self.bucket_len;
+        let buckets = self.subjects.entry(subject).or_default();
+        if buckets.last().is_none_or(|(i, _)| *i != index) {
+            buckets.push((index, Activity::default()));
+        }
+        if let Some((_, bucket)) = buckets.last_mut() {
+            bucket.counters.add(&pending.counters);
+            for &e in &pending.endpoints {
+                bucket.endpoints.insert_hash(e);
+            }
+            for &ip in &pending.ips {
+                bucket.ips.insert_hash(ip);
+            }
+        }
+    }
+
+    /// Drops buckets that left the window and subjects left with none.
+    pub fn expire(&mut self, now: Micros) {
+        let oldest = oldest_bucket(now, self.bucket_len);
+        self.subjects.retain(|_, buckets| {
+            buckets.retain(|(i, _)| *i >= oldest);
+            !buckets.is_empty()
+        });
+    }
+
+    /// The activity of one subject over the window at `now`.
+    pub fn activity(&self, subject: KeyHash, now: Micros) -> Option<Activity> {
+        let oldest = oldest_bucket(now, self.bucket_len);
+        let buckets = self.subjects.get(&subject)?;
+        let mut total = Activity::default();
+        for (_, bucket) in buckets.iter().filter(|(i, _)| *i >= oldest) {
+            total.merge(bucket);
+        }
+        Some(total)
+    }
+
+    /// Every subject with activity in the window, and its total.
+    pub fn totals(&self, now: Micros) -> impl Iterator<Item = (KeyHash, Activity)> + '_ {
+        let oldest = oldest_bucket(now, self.bucket_len);
+        self.subjects.iter().filter_map(move |(subject, buckets)| {
+            let mut live = buckets.iter().filter(|(i, _)| *i >= oldest);
+            let (_, first) = live.next()?;
+            let mut total = first.clone();
+            for (_, bucket) in live {
+                total.merge(bucket);
+            }
+            Some((*subject, total))
+        })
+    }
+}
+
+/// The length of one bucket: a sixth of the window, at least 1 ms.
+pub fn bucket_len(window: Duration) -> Micros {
+    (crate::clock::micros(window) / BUCKETS).max(1_000)
+}
+
+/// The oldest bucket index still (partly) inside the window ending at `now`.
+pub fn oldest_bucket(now: Micros, bucket_len: Micros) -> u64 {
+    (now / bucket_len).saturating_sub(BUCKETS)
+}
