@@ -10,6 +10,8 @@
 //! - [`engine`]: resolves tier and endpoint rule, scales limits, and turns store outcomes
 //!   into a [`engine::Decision`].
 //! - [`features`]: per-subject access features (rates and ratios over the anomaly window).
+//! - [`control`]: the control loop: load factor, features, abuse scores, standings.
+//! - [`model`]: the abuse model (linfa): training, the model file, scoring.
 //! - [`http`]: the HTTP adapter (axum): requests in, decisions out.
 //! - [`metrics`]: the one Prometheus `Metrics` struct, passed down to whoever records.
 //! - [`reload`]: policy hot reload (SIGHUP, file changes, admin API).
@@ -19,11 +21,13 @@
 pub mod algorithm;
 pub mod cli;
 pub mod clock;
+pub mod control;
 pub mod daemon;
 pub mod engine;
 pub mod features;
 pub mod http;
 pub mod metrics;
+pub mod model;
 pub mod policy;
 pub mod reload;
 pub mod store;

@@ -1,9 +1,12 @@
-//! Policy hot reload: on SIGHUP, on a change of the file, and on request (admin API).
+//! Policy and model hot reload: on SIGHUP, on a change of either file, and on request (admin
+//! API).
 //!
 //! A file that fails validation is refused, logged with every error and counted
-//! (`ratewarden_config_reloads_total`); the old policy stays.
+//! (`ratewarden_config_reloads_total{kind}`); the old policy or model stays.
 
+use crate::control::ModelSlot;
 use crate::engine::Engine;
+use crate::model::ModelError;
 use crate::policy::{Policy, PolicyErrors};
 use notify::{RecursiveMode, Watcher};
 use std::path::{Path, PathBuf};
@@ -11,22 +14,38 @@ use std::sync::Arc;
 use std::time::Duration;
 use tokio::sync::mpsc;
 
-/// Reloads one policy file into one engine.
+/// Why a reload was refused; what was refused stays as it was.
+#[derive(Debug, thiserror::Error)]
+pub enum ReloadError {
+    #[error("policy refused")]
+    Policy(PolicyErrors),
+    /// The policy (if it was reloaded too) is in force; the model file was refused.
+    #[error("model {path} refused: {error}")]
+    Model { path: String, error: ModelError },
+}
+
+/// Reloads one policy file (and the model it names) into one engine.
 #[derive(Clone)]
 pub struct Reloader {
     path: PathBuf,
     engine: Arc<Engine>,
+    model: Arc<ModelSlot>,
     /// One reload at a time: two concurrent ones could otherwise install the older file last.
     serial: Arc<parking_lot::Mutex<()>>,
 }
 
 impl Reloader {
-    pub fn new(path: PathBuf, engine: Arc<Engine>) -> Self {
+    pub fn new(path: PathBuf, engine: Arc<Engine>, model: Arc<ModelSlot>) -> Self {
         Self {
             path,
             engine,
+            model,
             serial: Arc::default(),
         }
+    }
+
+    pub fn model(&self) -> &Arc<ModelSlot> {
+        &self.model
     }
 
     pub fn path(&self) -> &Path {
@@ -41,9 +60,31 @@ impl Reloader {
             .inc();
     }
 
-    /// Reads, validates and swaps in the policy; on error the old one stays in force.
-    pub fn reload(&self, trigger: &str) -> Result<(), PolicyErrors> {
+    /// Reads, validates and swaps in the policy, then the model it names; on error the old
+    /// one stays in force.
+    pub fn reload(&self, trigger: &str) -> Result<(), ReloadError> {
         let _one_at_a_time = self.serial.lock();
+        self.reload_policy(trigger).map_err(ReloadError::Policy)?;
+        self.reload_model_locked()
+    }
+
+    /// Reloads only the model file (it changed on disk).
+    pub fn reload_model(&self) -> Result<(), ReloadError> {
+        let _one_at_a_time = self.serial.lock();
+        self.reload_model_locked()
+    }
+
+    fn reload_model_locked(&self) -> Result<(), ReloadError> {
+        let path = self.engine.policy().adaptive.anomaly.model.clone();
+        self.model
+            .load(path.as_deref())
+            .map_err(|error| ReloadError::Model {
+                path: path.map(|p| p.display().to_string()).unwrap_or_default(),
+                error,
+            })
+    }
+
+    fn reload_policy(&self, trigger: &str) -> Result<(), PolicyErrors> {
         match Policy::load(&self.path) {
             Ok(policy) => {
                 self.count("success");
@@ -68,26 +109,48 @@ impl Reloader {
     /// returns (so a change right after start-up is not missed); reloads run on a task.
     pub fn spawn_watch(self) {
         let (tx, mut rx) = mpsc::channel::<&'static str>(16);
-        let watcher = self.watch_file(tx.clone());
+        let watcher = self.watch_file(&self.path, "file change", tx.clone());
+        let model_watcher = self
+            .engine
+            .policy()
+            .adaptive
+            .anomaly
+            .model
+            .clone()
+            .and_then(|model| self.watch_file(&model, "model change", tx.clone()));
         #[cfg(unix)]
         spawn_sighup(tx);
         tokio::spawn(async move {
-            let _watcher = watcher;
+            let _watchers = (watcher, model_watcher);
             while let Some(trigger) = rx.recv().await {
                 // Editors write a file in several steps: let them finish, then read once.
                 tokio::time::sleep(Duration::from_millis(100)).await;
-                while rx.try_recv().is_ok() {}
+                let mut policy_too = trigger != "model change";
+                while let Ok(next) = rx.try_recv() {
+                    policy_too |= next != "model change";
+                }
                 // Reading the file blocks: off the async workers.
                 let reloader = self.clone();
-                let _ = tokio::task::spawn_blocking(move || reloader.reload(trigger)).await;
+                let _ = tokio::task::spawn_blocking(move || {
+                    if policy_too {
+                        reloader.reload(trigger)
+                    } else {
+                        reloader.reload_model()
+                    }
+                })
+                .await;
             }
         });
     }
 
-    fn watch_file(&self, tx: mpsc::Sender<&'static str>) -> Option<notify::RecommendedWatcher> {
-        let file_name = self.path.file_name()?.to_owned();
-        let dir = self
-            .path
+    fn watch_file(
+        &self,
+        path: &Path,
+        trigger: &'static str,
+        tx: mpsc::Sender<&'static str>,
+    ) -> Option<notify::RecommendedWatcher> {
+        let file_name = path.file_name()?.to_owned();
+        let dir = path
             .parent()
             .filter(|d| !d.as_os_str().is_empty())
             .unwrap_or(Path::new("."));
@@ -99,17 +162,17 @@ impl Reloader {
                     .iter()
                     .any(|p| p.file_name() == Some(file_name.as_os_str()));
                 if ours && (event.kind.is_modify() || event.kind.is_create()) {
-                    let _ = tx.try_send("file change");
+                    let _ = tx.try_send(trigger);
                 }
             })
             .map_err(
-                |error| tracing::warn!(%error, "cannot watch the policy file; reload with SIGHUP"),
+                |error| tracing::warn!(%error, file = trigger, "cannot watch a file; reload with SIGHUP"),
             )
             .ok()?;
         // The folder, not the file: editors replace files by renaming a new one over them.
         watcher
             .watch(dir, RecursiveMode::NonRecursive)
-            .map_err(|error| tracing::warn!(%error, "cannot watch the policy folder; reload with SIGHUP"))
+            .map_err(|error| tracing::warn!(%error, dir = %dir.display(), "cannot watch a folder; reload with SIGHUP"))
             .ok()?;
         Some(watcher)
     }

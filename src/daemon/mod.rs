@@ -4,6 +4,7 @@
 pub mod shutdown;
 
 use crate::clock::{Clock, SystemClock};
+use crate::control::{ControlLoop, ModelSlot, SystemLoad};
 use crate::engine::{Engine, SubjectHasher};
 use crate::http::{AppState, router};
 use crate::metrics::Metrics;
@@ -81,9 +82,6 @@ pub async fn serve(config: ServeConfig) -> Result<(), ServeError> {
         path: config.policy.display().to_string(),
         errors,
     })?;
-    if let Some(model) = &policy.adaptive.anomaly.model {
-        tracing::info!(model = %model.display(), "anomaly scoring is not part of this build yet; limiting without it");
-    }
     let system_clock = SystemClock::new();
     let clock: Arc<dyn Clock> = Arc::new(system_clock.clone());
     let store = store::open(&policy.store, clock.clone()).await?;
@@ -93,16 +91,24 @@ pub async fn serve(config: ServeConfig) -> Result<(), ServeError> {
     }
     let max_keys = policy.store.max_keys.get();
     let metrics = Arc::new(Metrics::new());
+    let model_path = policy.adaptive.anomaly.model.clone();
     let mut engine = Engine::new(policy, store, hasher_from(config.hash_key.as_deref()))
-        .with_metrics(metrics.clone());
+        .with_metrics(metrics.clone())
+        .with_clock(clock.clone());
     if remote {
         // store.on_error: local answers from this per-instance limiter while the store fails.
         engine = engine.with_fallback(MemoryStore::new(clock, max_keys));
     }
     let engine = Arc::new(engine);
 
-    let reloader = Reloader::new(config.policy.clone(), engine.clone());
+    // A missing or bad model does not stop the daemon: it limits without anomaly scaling
+    // until the file appears (the watch below) or a reload loads it.
+    let model = Arc::new(ModelSlot::new(metrics.clone()));
+    let _ = model.load(model_path.as_deref());
+    let reloader = Reloader::new(config.policy.clone(), engine.clone(), model.clone());
     reloader.clone().spawn_watch();
+    let control = ControlLoop::new(engine.clone(), model, Box::new(SystemLoad::new()));
+    tokio::spawn(control.run(std::future::pending()));
     let sweeper = engine.clone();
     tokio::spawn(async move {
         let mut tick = tokio::time::interval(Duration::from_secs(1));

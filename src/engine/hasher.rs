@@ -16,6 +16,9 @@ const CACHED_USERS: usize = 1 << 16;
 #[derive(Clone)]
 pub struct SubjectHasher {
     key: [u8; 32],
+    /// A SipHash key for feature values (endpoints, addresses): keyed like the rest, so a
+    /// shared store's distinct-count sketches reveal nothing, but several times faster.
+    feature_key: (u64, u64),
     /// Recently seen user ids and their hashes, in process memory only.
     users: Arc<Cache<Box<str>, KeyHash>>,
 }
@@ -44,8 +47,15 @@ impl SubjectHasher {
     }
 
     fn with_key(key: [u8; 32]) -> Self {
+        let derived = blake3::derive_key("ratewarden 2026-11-22 feature values", &key);
+        let half = |i: usize| {
+            let mut word = [0u8; 8];
+            word.copy_from_slice(&derived[i..i + 8]);
+            u64::from_le_bytes(word)
+        };
         Self {
             key,
+            feature_key: (half(0), half(8)),
             users: Arc::new(Cache::new(CACHED_USERS)),
         }
     }
@@ -96,5 +106,22 @@ impl SubjectHasher {
         let mut first = [0u8; 16];
         first.copy_from_slice(&hasher.finalize().as_bytes()[..16]);
         KeyHash(u128::from_le_bytes(first))
+    }
+
+    /// A 64-bit keyed hash of a feature value (an endpoint path, an address).
+    pub fn feature(&self, tag: u8, bytes: &[u8]) -> u64 {
+        use std::hash::Hasher;
+        let mut hasher = siphasher::sip::SipHasher13::new_with_keys(self.feature_key.0, self.feature_key.1);
+        hasher.write_u8(tag);
+        hasher.write(bytes);
+        hasher.finish()
+    }
+
+    /// [`SubjectHasher::feature`] of an address, in its canonical form.
+    pub fn feature_ip(&self, ip: IpAddr) -> u64 {
+        match ip.to_canonical() {
+            IpAddr::V4(v4) => self.feature(b'4', &v4.octets()),
+            IpAddr::V6(v6) => self.feature(b'6', &v6.octets()),
+        }
     }
 }

@@ -13,6 +13,8 @@ mod resolve;
 mod scale;
 mod tiers;
 
+use crate::clock::{Clock, Micros, SystemClock};
+use crate::features::Recorder;
 use crate::metrics::Metrics;
 use crate::policy::{KeyScope, OnError, Policy};
 use crate::store::{Applied, Backend, KeyHash, MemoryStore, Store, StoreError};
@@ -46,7 +48,13 @@ pub struct Engine<S = Backend> {
     metrics: Arc<Metrics>,
     /// This store's latency histogram, resolved once (a label lookup per decision is costly).
     store_latency: prometheus::Histogram,
+    /// Every decision and report is recorded here for the control loop's features.
+    recorder: Arc<Recorder>,
+    clock: Arc<dyn Clock>,
 }
+
+/// Subjects whose features are tracked at once (about 200 bytes each); see [`Recorder`].
+pub const TRACKED_SUBJECTS: usize = 1_000_000;
 
 impl<S: Store> Engine<S> {
     pub fn new(policy: Policy, store: S, hasher: SubjectHasher) -> Self {
@@ -63,7 +71,29 @@ impl<S: Store> Engine<S> {
                 .with_label_values(&[store.kind().label()]),
             store,
             metrics,
+            recorder: Arc::new(Recorder::new(TRACKED_SUBJECTS)),
+            clock: Arc::new(SystemClock::new()),
         }
+    }
+
+    /// Uses `clock` for the time of recorded activity (the store keeps its own clock).
+    pub fn with_clock(mut self, clock: Arc<dyn Clock>) -> Self {
+        self.clock = clock;
+        self
+    }
+
+    pub fn recorder(&self) -> &Arc<Recorder> {
+        &self.recorder
+    }
+
+    pub fn now(&self) -> Micros {
+        self.clock.now()
+    }
+
+    /// Records an upstream's status for a user (the error-rate feature).
+    pub fn report(&self, user: &str, status: u16) {
+        let subject = self.hasher.user(user);
+        self.recorder.record_status(subject, self.clock.now(), status);
     }
 
     /// Uses `metrics` (the daemon's one registry) instead of a private one.
@@ -230,6 +260,8 @@ impl<S: Store> Engine<S> {
             },
             anomaly_enforced: !thresholds.anomaly_shadow,
             abuse_score: standing.map(|s| s.abuse_score),
+            endpoint_feature: self.hasher.feature(b'e', request.endpoint.as_bytes()),
+            ip_feature: request.ip.map(|ip| self.hasher.feature_ip(ip)),
         })
     }
 
@@ -290,10 +322,14 @@ impl<S: Store> Engine<S> {
     }
 
     fn conclude(&self, plan: Plan, result: Result<Applied, StoreError>) -> Decision {
-        match result {
+        let (user, endpoint, ip) = (plan.user, plan.endpoint_feature, plan.ip_feature);
+        let decision = match result {
             Ok(applied) => Decision::from_applied(plan, &applied),
             Err(error) => self.on_store_error(plan, &error),
-        }
+        };
+        self.recorder
+            .record_request(user, self.clock.now(), endpoint, ip, !decision.allowed);
+        decision
     }
 
     fn on_store_error(&self, plan: Plan, error: &StoreError) -> Decision {

@@ -19,6 +19,9 @@ pub struct Plan {
     /// `false` under `anomaly.shadow`: the factor is only evaluated, never applied.
     pub anomaly_enforced: bool,
     pub abuse_score: Option<f64>,
+    /// Keyed hashes of the endpoint and address, for the subject's features.
+    pub endpoint_feature: u64,
+    pub ip_feature: Option<u64>,
 }
 
 /// The scales of one limit: the one enforced, and the two counterfactuals.

@@ -3,6 +3,7 @@
 //!
 //! Reads are lock-free (atomics and `ArcSwap`), since every decision makes them.
 
+use crate::features::Observed;
 use crate::policy::Policy;
 use crate::store::KeyHash;
 use arc_swap::ArcSwap;
@@ -54,6 +55,8 @@ pub struct ScaleFactors {
     load_factor: AtomicU64,
     thresholds: ArcSwap<Thresholds>,
     standings: ArcSwap<HashMap<KeyHash, Standing>>,
+    /// Features of the subjects active in the anomaly window (the admin view shows them).
+    observed: ArcSwap<HashMap<KeyHash, Observed>>,
 }
 
 impl ScaleFactors {
@@ -63,6 +66,7 @@ impl ScaleFactors {
             load_factor: AtomicU64::new(1.0f64.to_bits()),
             thresholds: ArcSwap::from_pointee(thresholds),
             standings: ArcSwap::default(),
+            observed: ArcSwap::default(),
         }
     }
 
@@ -120,5 +124,13 @@ impl ScaleFactors {
 
     pub fn flagged_count(&self) -> usize {
         self.standings.load().values().filter(|s| s.flagged).count()
+    }
+
+    pub fn observed(&self, subject: KeyHash) -> Option<Observed> {
+        self.observed.load().get(&subject).copied()
+    }
+
+    pub fn publish_observed(&self, observed: HashMap<KeyHash, Observed>) {
+        self.observed.store(Arc::new(observed));
     }
 }

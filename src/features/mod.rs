@@ -8,9 +8,9 @@
 
 mod activity;
 mod recorder;
-mod window;
+pub mod window;
 
-pub use activity::{Activity, Counters, Sketch};
+pub use activity::{Activity, Counters, Sketch, features_of};
 pub use recorder::{Pending, Recorder};
 pub use window::ActivityWindow;
 
@@ -46,10 +46,31 @@ pub struct Features {
     pub interarrival_cv: f64,
 }
 
+/// What the last control cycle computed for a subject active in the window.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
+pub struct Observed {
+    pub features: Features,
+    /// Requests counted in the window (scored from `anomaly.min_requests` on).
+    pub requests: u64,
+}
+
 /// Where the coefficient of variation is capped, so one huge gap cannot dominate the model.
 pub const MAX_CV: f64 = 10.0;
 
 impl Features {
+    /// The inverse of [`Features::to_array`]; `None` unless exactly the right count.
+    pub fn from_slice(values: &[f64]) -> Option<Self> {
+        let [a, b, c, d, e, f] = <[f64; FEATURE_COUNT]>::try_from(values).ok()?;
+        Some(Self {
+            requests_per_second: a,
+            endpoints_per_request: b,
+            ips_per_request: c,
+            client_error_ratio: d,
+            denied_ratio: e,
+            interarrival_cv: f,
+        })
+    }
+
     pub fn to_array(&self) -> [f64; FEATURE_COUNT] {
         [
             self.requests_per_second,

@@ -41,7 +41,7 @@ pub async fn report(
     State(state): State<AppState>,
     JsonBody(body): JsonBody<ReportBody>,
 ) -> Result<StatusCode, Problem> {
-    required_text(body.user, "user", MAX_USER_BYTES)?;
+    let user = required_text(body.user, "user", MAX_USER_BYTES)?;
     required_text(body.endpoint, "endpoint", MAX_ENDPOINT_BYTES)?;
     let status = match body.status {
         None => return Err(Problem::bad_request("field `status` is required")),
@@ -68,5 +68,7 @@ pub async fn report(
         _ => "5xx",
     };
     state.metrics.reports.with_label_values(&[class]).inc();
+    // In range by the match above.
+    state.engine.report(&user, u16::try_from(status).unwrap_or(599));
     Ok(StatusCode::ACCEPTED)
 }

@@ -15,7 +15,7 @@ use std::future::Future;
 
 pub use key::{KeyHash, LimitId};
 pub use memory::MemoryStore;
-pub use redis::RedisStore;
+pub use redis::{RedisStore, SharedTotals};
 
 /// One limit to check within a request.
 #[derive(Debug, Clone)]

@@ -4,7 +4,9 @@
 use crate::harness::{DEFAULT_THRESHOLDS, POLICY, TOKEN, admin, app, check, engine, harness};
 use axum::http::{Method, StatusCode};
 use ratewarden::policy::Policy;
+use ratewarden::control::ModelSlot;
 use ratewarden::reload::Reloader;
+use std::sync::Arc;
 use serde_json::{Value, json};
 
 #[tokio::test]
@@ -16,7 +18,11 @@ async fn reload_swaps_a_valid_policy_and_refuses_a_broken_one_keeping_the_old() 
     let app = app(
         &engine,
         Some(TOKEN),
-        Some(Reloader::new(path.clone(), engine.clone())),
+        Some(Reloader::new(
+            path.clone(),
+            engine.clone(),
+            Arc::new(ModelSlot::new(engine.metrics().clone())),
+        )),
     );
 
     // A live override is reset by the reload (the file is the source of truth).

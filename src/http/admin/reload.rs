@@ -1,4 +1,4 @@
-//! `POST /v1/admin/reload`: reloads the policy file on request.
+//! `POST /v1/admin/reload`: reloads the policy file and the model it names, on request.
 //!
 //! Signals and file watching cover an operator on the host; this covers one who only has the
 //! API, and answers with every error of a refused file instead of only logging them.
@@ -6,6 +6,7 @@
 use super::Admin;
 use crate::http::AppState;
 use crate::http::problem::Problem;
+use crate::reload::ReloadError;
 use axum::Json;
 use axum::extract::State;
 use axum::http::StatusCode;
@@ -40,7 +41,7 @@ pub async fn reload(_: Admin, State(state): State<AppState>) -> Result<Json<Relo
     let outcome = tokio::task::spawn_blocking(move || {
         reloader
             .reload("admin API")
-            .map_err(|errors| (reloader.path().display().to_string(), errors))
+            .map_err(|error| (reloader.path().display().to_string(), error))
     })
     .await
     .map_err(|_| {
@@ -51,7 +52,12 @@ pub async fn reload(_: Admin, State(state): State<AppState>) -> Result<Json<Relo
     })?;
     match outcome {
         Ok(()) => Ok(Json(Reloaded { reloaded: true })),
-        Err((path, errors)) => {
+        Err((_, ReloadError::Model { path, error })) => Err(Problem::new(
+            StatusCode::UNPROCESSABLE_ENTITY,
+            format!("model {path} refused; the model in force stays"),
+        )
+        .with("errors", vec![error.to_string()])),
+        Err((path, ReloadError::Policy(errors))) => {
             let lines = errors.lines();
             Err(Problem::new(
                 StatusCode::UNPROCESSABLE_ENTITY,

@@ -53,7 +53,8 @@ pub struct SubjectView {
     pub load_factor: f64,
     /// The load factor for this tier times the applied anomaly factor.
     pub scale: f64,
-    /// The subject's anomaly features (empty until the control loop computes them).
+    /// The subject's features from the last control cycle (`requests` in the window, then the
+    /// model's inputs); empty when it had no activity in the anomaly window.
     #[schema(value_type = Object)]
     pub features: Map<String, Value>,
     /// The tier's limits, then the endpoint rule's.
@@ -225,7 +226,7 @@ pub async fn subject(
         flagged: standing.is_some_and(|s| s.flagged),
         load_factor: plan.load_factor,
         scale: plan.reported_scale(),
-        features: Map::new(),
+        features: features_json(engine.scale_factors().observed(plan.user)),
         limits,
     }))
 }
@@ -240,4 +241,19 @@ fn remaining_now(plan: &Plan, applied: &Applied, i: usize) -> u64 {
     } else {
         outcome.remaining
     }
+}
+
+fn features_json(observed: Option<crate::features::Observed>) -> Map<String, Value> {
+    let Some(observed) = observed else {
+        return Map::new();
+    };
+    let mut map = Map::new();
+    map.insert("requests".into(), Value::from(observed.requests));
+    for (name, value) in crate::features::FEATURE_NAMES
+        .iter()
+        .zip(observed.features.to_array())
+    {
+        map.insert((*name).into(), Value::from(value));
+    }
+    map
 }

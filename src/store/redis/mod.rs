@@ -6,8 +6,11 @@
 //! a slot; a request that mixes two subjects (a user and an IP-keyed rule) is applied one
 //! subject at a time, and what the first part consumed is refunded if a later part denies.
 
+mod activity;
 mod connection;
 mod script;
+
+pub use activity::SharedTotals;
 
 use super::{Applied, Check, CheckResult, KeyHash, Request, Store, StoreError, StoreKind};
 use crate::clock::{Clock, Micros};
@@ -20,6 +23,7 @@ use std::time::Duration;
 /// Batch items that share one `store.timeout` of deadline.
 const BATCH_PER_TIMEOUT: usize = 50;
 
+#[derive(Clone)]
 pub struct RedisStore {
     conn: Connection,
     prefix: String,

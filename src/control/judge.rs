@@ -1,0 +1,84 @@
+//! From scores to standings: who is flagged, with the `hold` rule (a flag lasts at least
+//! `hold`, then ends at the first cycle whose score is below the threshold).
+
+use crate::clock::{Micros, micros};
+use crate::engine::Standing;
+use crate::store::KeyHash;
+use hashbrown::HashMap;
+use std::time::Duration;
+
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Flag {
+    pub since: Micros,
+    pub score: f64,
+}
+
+#[derive(Debug, Default)]
+pub struct Judge {
+    flags: HashMap<KeyHash, Flag>,
+}
+
+impl Judge {
+    /// One cycle's verdict: a standing for every subject scored now, and for every subject
+    /// still held flagged though not scored this time (it went quiet).
+    pub fn judge(
+        &mut self,
+        now: Micros,
+        scored: &[(KeyHash, f64)],
+        threshold: f64,
+        hold: Duration,
+    ) -> HashMap<KeyHash, Standing> {
+        let hold = micros(hold);
+        let mut standings = HashMap::with_capacity(scored.len() + self.flags.len());
+        for &(subject, score) in scored {
+            let held = self
+                .flags
+                .get(&subject)
+                .is_some_and(|f| now < f.since.saturating_add(hold));
+            let flagged = score >= threshold || held;
+            if flagged {
+                let flag = self.flags.entry(subject).or_insert(Flag { since: now, score });
+                flag.score = score;
+            } else {
+                self.flags.remove(&subject);
+            }
+            standings.insert(
+                subject,
+                Standing {
+                    abuse_score: score,
+                    flagged,
+                },
+            );
+        }
+        self.flags.retain(|subject, flag| {
+            if standings.contains_key(subject) {
+                return true;
+            }
+            let held = now < flag.since.saturating_add(hold);
+            if held {
+                standings.insert(
+                    *subject,
+                    Standing {
+                        abuse_score: flag.score,
+                        flagged: true,
+                    },
+                );
+            }
+            held
+        });
+        standings
+    }
+
+    pub fn flag(&self, subject: KeyHash) -> Option<Flag> {
+        self.flags.get(&subject).copied()
+    }
+
+    /// Installs flags decided elsewhere (another daemon led the last cycles).
+    pub fn adopt(&mut self, flags: impl IntoIterator<Item = (KeyHash, Flag)>) {
+        self.flags = flags.into_iter().collect();
+    }
+
+    pub fn flags(&self) -> &HashMap<KeyHash, Flag> {
+        &self.flags
+    }
+}

@@ -1,0 +1,235 @@
+//! The control loop: every `adaptive.interval` it samples the load, turns recorded activity
+//! into per-subject features, scores them with the abuse model, and publishes the scale
+//! factors (load factor, standings) that the request path reads.
+//!
+//! With a shared Redis the activity goes to the store, one daemon at a time (the holder of a
+//! lease) scores every subject, and the others read its standings: the whole fleet enforces
+//! one verdict, within two intervals.
+
+mod cgroup;
+mod judge;
+mod load;
+mod model_slot;
+mod shared;
+
+pub use cgroup::CgroupCpu;
+pub use judge::{Flag, Judge};
+pub use load::{Band, LoadController, LoadSampler, SystemLoad};
+pub use model_slot::ModelSlot;
+
+use crate::clock::Micros;
+use crate::engine::{Engine, Standing};
+use crate::features::{Activity, ActivityWindow, Features, Observed, features_of};
+use crate::policy::Policy;
+use crate::store::{Backend, KeyHash, SharedTotals};
+use hashbrown::HashMap;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+/// What one cycle did, for tests and logs.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct CycleReport {
+    pub load_factor: f64,
+    pub smoothed_load: Option<f64>,
+    /// Subjects with activity in the window.
+    pub active: usize,
+    /// Subjects scored (at least `min_requests` in the window, and a model in force).
+    pub scored: usize,
+    pub flagged: usize,
+    /// Whether this daemon decided the standings (always, without a shared store).
+    pub leader: bool,
+}
+
+pub struct ControlLoop {
+    engine: Arc<Engine<Backend>>,
+    model: Arc<ModelSlot>,
+    sampler: Box<dyn LoadSampler>,
+    load: LoadController,
+    window: ActivityWindow,
+    window_len: Duration,
+    judge: Judge,
+    shared: Option<shared::SharedControl>,
+}
+
+impl ControlLoop {
+    pub fn new(
+        engine: Arc<Engine<Backend>>,
+        model: Arc<ModelSlot>,
+        sampler: Box<dyn LoadSampler>,
+    ) -> Self {
+        let window_len = engine.policy().adaptive.anomaly.window;
+        let shared = shared::SharedControl::for_backend(engine.store());
+        Self {
+            engine,
+            model,
+            sampler,
+            load: LoadController::default(),
+            window: ActivityWindow::new(window_len),
+            window_len,
+            judge: Judge::default(),
+            shared,
+        }
+    }
+
+    /// One cycle at the engine's clock's time.
+    pub async fn cycle(&mut self) -> CycleReport {
+        let started = Instant::now();
+        let now = self.engine.now();
+        let policy = self.engine.policy();
+        let scale = self.engine.scale_factors().clone();
+        let metrics = self.engine.metrics().clone();
+
+        let thresholds = scale.thresholds();
+        let sample = self.sampler.sample(now);
+        let factor = self
+            .load
+            .update(sample, policy.adaptive.load.smoothing, &thresholds);
+        scale.set_load_factor(factor);
+        metrics.load_factor.set(scale.load_factor());
+        if let Some(smoothed) = self.load.smoothed() {
+            metrics.system_cpu_ratio.set(smoothed);
+        }
+
+        let anomaly = &policy.adaptive.anomaly;
+        if anomaly.window != self.window_len {
+            // A reload changed the window: counts kept in the old buckets no longer fit.
+            self.window = ActivityWindow::new(anomaly.window);
+            self.window_len = anomaly.window;
+        }
+        let forget_before = now.saturating_sub(crate::clock::micros(anomaly.window));
+        let pending = self.engine.recorder().drain(forget_before);
+
+        let mut report = CycleReport {
+            load_factor: scale.load_factor(),
+            smoothed_load: self.load.smoothed(),
+            leader: true,
+            ..CycleReport::default()
+        };
+        let verdict = match &mut self.shared {
+            None => {
+                for (subject, activity) in &pending {
+                    self.window.add(*subject, now, activity);
+                }
+                self.window.expire(now);
+                let totals: Vec<(KeyHash, Observed)> = self
+                    .window
+                    .totals(now)
+                    .map(|(subject, activity)| (subject, observe(&activity, now)))
+                    .collect();
+                Some(self.decide(&policy, now, totals))
+            }
+            Some(shared) => {
+                let threshold = thresholds.anomaly_threshold;
+                shared
+                    .cycle(&policy, now, &pending, &mut self.judge, |judge, totals| {
+                        decide_with(&self.model, judge, &policy, threshold, now, totals)
+                    })
+                    .await
+            }
+        };
+        report.leader = self.shared.as_ref().is_none_or(|s| s.is_leader());
+        if let Some(verdict) = verdict {
+            report.active = verdict.observed.len();
+            report.scored = verdict.scores.len();
+            report.flagged = verdict.standings.values().filter(|s| s.flagged).count();
+            for score in &verdict.scores {
+                metrics.abuse_score.observe(*score);
+            }
+            metrics.flagged_subjects.set(report.flagged as i64);
+            scale.publish_standings(verdict.standings);
+            scale.publish_observed(verdict.observed);
+        }
+        metrics
+            .control_cycle_duration
+            .observe(started.elapsed().as_secs_f64());
+        report
+    }
+
+    fn decide(
+        &mut self,
+        policy: &Policy,
+        now: Micros,
+        totals: Vec<(KeyHash, Observed)>,
+    ) -> Verdict {
+        let threshold = self.engine.scale_factors().thresholds().anomaly_threshold;
+        decide_with(&self.model, &mut self.judge, policy, threshold, now, totals)
+    }
+
+    /// Runs a cycle every `adaptive.interval` (re-read each time: a reload may change it)
+    /// until `stop` resolves.
+    pub async fn run(mut self, stop: impl std::future::Future<Output = ()>) {
+        tokio::pin!(stop);
+        loop {
+            let interval = self.engine.policy().adaptive.interval;
+            tokio::select! {
+                () = &mut stop => return,
+                () = tokio::time::sleep(interval) => {}
+            }
+            let report = self.cycle().await;
+            tracing::debug!(?report, "control cycle");
+        }
+    }
+}
+
+/// One cycle's outcome: standings to publish, the scores behind them, what was observed.
+pub struct Verdict {
+    pub standings: HashMap<KeyHash, Standing>,
+    pub scores: Vec<f64>,
+    pub observed: HashMap<KeyHash, Observed>,
+}
+
+fn observe_totals(totals: &SharedTotals, now: Micros) -> Observed {
+    Observed {
+        features: features_of(
+            &totals.counters,
+            totals.distinct_endpoints,
+            totals.distinct_ips,
+            now,
+        ),
+        requests: totals.counters.requests,
+    }
+}
+
+fn observe(activity: &Activity, now: Micros) -> Observed {
+    Observed {
+        features: activity.features(now),
+        requests: activity.counters.requests,
+    }
+}
+
+/// Scores the subjects with enough requests and judges them.
+fn decide_with(
+    model: &ModelSlot,
+    judge: &mut Judge,
+    policy: &Policy,
+    threshold: f64,
+    now: Micros,
+    totals: Vec<(KeyHash, Observed)>,
+) -> Verdict {
+    let anomaly = &policy.adaptive.anomaly;
+    let min_requests = anomaly.min_requests.get();
+    let (scores, scored) = match model.get() {
+        Some(model) => {
+            let eligible: Vec<(KeyHash, Features)> = totals
+                .iter()
+                .filter(|(_, o)| o.requests >= min_requests)
+                .map(|(s, o)| (*s, o.features))
+                .collect();
+            let features: Vec<Features> = eligible.iter().map(|(_, f)| *f).collect();
+            let scores = model.score_many(&features);
+            let scored: Vec<(KeyHash, f64)> = eligible
+                .iter()
+                .zip(&scores)
+                .map(|((s, _), score)| (*s, score.clamp(0.0, 1.0)))
+                .collect();
+            (scores, scored)
+        }
+        None => (Vec::new(), Vec::new()),
+    };
+    let standings = judge.judge(now, &scored, threshold, anomaly.hold);
+    Verdict {
+        standings,
+        scores,
+        observed: totals.into_iter().collect(),
+    }
+}

@@ -1,0 +1,79 @@
+//! The abuse model in force, swapped whole on reload; a bad file is refused and the old model
+//! stays (policy.md: a missing model limits without anomaly scaling until the file appears).
+
+use crate::metrics::Metrics;
+use crate::model::{Model, ModelError};
+use arc_swap::ArcSwapOption;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+pub struct ModelSlot {
+    current: ArcSwapOption<Model>,
+    /// The file the policy names, kept to reload it when it changes.
+    path: parking_lot::Mutex<Option<PathBuf>>,
+    metrics: Arc<Metrics>,
+}
+
+impl ModelSlot {
+    pub fn new(metrics: Arc<Metrics>) -> Self {
+        Self {
+            current: ArcSwapOption::empty(),
+            path: parking_lot::Mutex::new(None),
+            metrics,
+        }
+    }
+
+    pub fn get(&self) -> Option<Arc<Model>> {
+        self.current.load_full()
+    }
+
+    pub fn path(&self) -> Option<PathBuf> {
+        self.path.lock().clone()
+    }
+
+    /// Loads the model the policy names (`None`: no model configured, anomaly scaling off).
+    /// On error the model in force stays and the error is counted.
+    pub fn load(&self, path: Option<&Path>) -> Result<(), ModelError> {
+        let mut current_path = self.path.lock();
+        *current_path = path.map(Path::to_path_buf);
+        let Some(path) = path else {
+            self.current.store(None);
+            self.metrics.model_info.reset();
+            return Ok(());
+        };
+        match Model::load(path) {
+            Ok(model) => {
+                self.metrics.model_info.reset();
+                self.metrics
+                    .model_info
+                    .with_label_values(&[model.version(), model.kind()])
+                    .set(1);
+                self.count("success");
+                tracing::info!(path = %path.display(), kind = model.kind(), version = model.version(), "model loaded");
+                self.current.store(Some(Arc::new(model)));
+                Ok(())
+            }
+            Err(error) => {
+                self.count("error");
+                tracing::error!(path = %path.display(), %error, "model refused; the model in force stays");
+                Err(error)
+            }
+        }
+    }
+
+    /// Reloads the file last named, if any.
+    pub fn reload(&self) -> Result<(), ModelError> {
+        let path = self.path();
+        match path {
+            Some(path) => self.load(Some(&path)),
+            None => Ok(()),
+        }
+    }
+
+    fn count(&self, result: &str) {
+        self.metrics
+            .config_reloads
+            .with_label_values(&["model", result])
+            .inc();
+    }
+}

@@ -1,0 +1,207 @@
+//! The control loop over a shared Redis: every daemon adds its activity to the store; the
+//! holder of a lease sums each subject's window, scores, judges and publishes the standings
+//! (with the features behind them); the others adopt what it published.
+
+use super::judge::{Flag, Judge};
+use super::{Verdict, observe_totals};
+use crate::clock::{Micros, micros};
+use crate::engine::Standing;
+use crate::features::{Features, Observed, Pending};
+use crate::features::window::{bucket_len, oldest_bucket};
+use crate::policy::Policy;
+use crate::store::{Backend, KeyHash, RedisStore};
+use hashbrown::HashMap;
+use std::time::Duration;
+
+pub struct SharedControl {
+    store: RedisStore,
+    /// This daemon's name in the lease: random per process.
+    id: String,
+    leader: bool,
+    generation: u64,
+}
+
+impl SharedControl {
+    /// `Some` for a Redis store (shared by definition), `None` for the embedded one.
+    pub fn for_backend(backend: &Backend) -> Option<Self> {
+        match backend {
+            Backend::Memory(_) => None,
+            Backend::Redis(store) => Some(Self {
+                store: store.clone(),
+                id: format!("{:016x}", rand_id()),
+                leader: false,
+                generation: 0,
+            }),
+        }
+    }
+
+    pub fn is_leader(&self) -> bool {
+        self.leader
+    }
+
+    /// One cycle's shared part; `None` when the store failed (the last standings stay).
+    pub async fn cycle(
+        &mut self,
+        policy: &Policy,
+        now: Micros,
+        pending: &[(KeyHash, Pending)],
+        judge: &mut Judge,
+        decide: impl FnOnce(&mut Judge, Vec<(KeyHash, Observed)>) -> Verdict,
+    ) -> Option<Verdict> {
+        let anomaly = &policy.adaptive.anomaly;
+        let interval = policy.adaptive.interval;
+        let len = bucket_len(anomaly.window);
+        let keep = anomaly.window + Duration::from_micros(len * 2);
+        if let Err(error) = self.store.flush_activity(now, len, keep, pending).await {
+            tracing::warn!(%error, "control loop: cannot add activity to the store");
+        }
+        let lease = (interval * 3).max(Duration::from_secs(1));
+        let was_leader = self.leader;
+        self.leader = match self.store.try_lead(&self.id, lease).await {
+            Ok(held) => held,
+            Err(error) => {
+                tracing::warn!(%error, "control loop: cannot take the lease");
+                return None;
+            }
+        };
+        if !self.leader {
+            return self.adopt(judge).await.map(|(verdict, _)| verdict);
+        }
+        if !was_leader {
+            // Take over the flags (and their hold) of the previous leader.
+            let _ = self.adopt(judge).await;
+            tracing::info!("control loop: this daemon now scores for the fleet");
+        }
+        let since = now.saturating_sub(micros(anomaly.window) + len);
+        let subjects = match self.store.active_subjects(since).await {
+            Ok(subjects) => subjects,
+            Err(error) => {
+                tracing::warn!(%error, "control loop: cannot list active subjects");
+                return None;
+            }
+        };
+        let totals = match self
+            .store
+            .activity_totals(&subjects, oldest_bucket(now, len), now / len)
+            .await
+        {
+            Ok(totals) => totals,
+            Err(error) => {
+                tracing::warn!(%error, "control loop: cannot read activity");
+                return None;
+            }
+        };
+        let observed: Vec<(KeyHash, Observed)> = subjects
+            .into_iter()
+            .zip(totals)
+            .filter(|(_, t)| t.counters.requests > 0)
+            .map(|(subject, t)| (subject, observe_totals(&t, now)))
+            .collect();
+        let verdict = decide(judge, observed);
+        let ttl = lease + anomaly.hold;
+        self.generation = self.generation.max(now);
+        let entries = encode(&verdict, judge);
+        if let Err(error) = self.store.publish_standings(self.generation, &entries, ttl).await {
+            tracing::warn!(%error, "control loop: cannot publish standings");
+        }
+        Some(verdict)
+    }
+
+    /// Reads the leader's latest standings into a verdict, and its flags into `judge`.
+    async fn adopt(&mut self, judge: &mut Judge) -> Option<(Verdict, u64)> {
+        let (generation, entries) = match self.store.read_standings().await {
+            Ok(Some(found)) => found,
+            Ok(None) => return None,
+            Err(error) => {
+                tracing::warn!(%error, "control loop: cannot read standings");
+                return None;
+            }
+        };
+        let mut verdict = Verdict {
+            standings: HashMap::new(),
+            scores: Vec::new(),
+            observed: HashMap::with_capacity(entries.len()),
+        };
+        let mut flags = Vec::new();
+        for (subject, entry) in entries {
+            let Some(parsed) = decode(&entry) else { continue };
+            verdict.observed.insert(subject, parsed.observed);
+            if let Some(score) = parsed.score {
+                verdict.standings.insert(
+                    subject,
+                    Standing {
+                        abuse_score: score,
+                        flagged: parsed.flagged_since.is_some(),
+                    },
+                );
+            }
+            if let (Some(since), Some(score)) = (parsed.flagged_since, parsed.score) {
+                flags.push((subject, Flag { since, score }));
+            }
+        }
+        judge.adopt(flags);
+        self.generation = self.generation.max(generation + 1);
+        Some((verdict, generation))
+    }
+}
+
+struct Entry {
+    score: Option<f64>,
+    flagged_since: Option<Micros>,
+    observed: Observed,
+}
+
+/// `score,flagged_since,requests,feature...` (`-` for no score, 0 for not flagged).
+fn encode(verdict: &Verdict, judge: &Judge) -> Vec<(KeyHash, String)> {
+    let mut entries = Vec::with_capacity(verdict.observed.len() + verdict.standings.len());
+    let mut write = |subject: KeyHash, observed: Observed| {
+        let standing = verdict.standings.get(&subject);
+        let score = standing.map_or_else(|| "-".to_owned(), |s| s.abuse_score.to_string());
+        let since = match (standing, judge.flag(subject)) {
+            (Some(s), Some(flag)) if s.flagged => flag.since,
+            _ => 0,
+        };
+        let mut text = format!("{score},{since},{}", observed.requests);
+        for value in observed.features.to_array() {
+            text.push(',');
+            text.push_str(&value.to_string());
+        }
+        entries.push((subject, text));
+    };
+    for (subject, observed) in &verdict.observed {
+        write(*subject, *observed);
+    }
+    for subject in verdict.standings.keys() {
+        if !verdict.observed.contains_key(subject) {
+            write(*subject, Observed::default());
+        }
+    }
+    entries
+}
+
+fn decode(entry: &str) -> Option<Entry> {
+    let mut parts = entry.split(',');
+    let score = match parts.next()? {
+        "-" => None,
+        s => Some(s.parse::<f64>().ok()?),
+    };
+    let since: Micros = parts.next()?.parse().ok()?;
+    let requests: u64 = parts.next()?.parse().ok()?;
+    let values: Vec<f64> = parts.map(|p| p.parse().ok()).collect::<Option<_>>()?;
+    let features = Features::from_slice(&values)?;
+    Some(Entry {
+        score,
+        flagged_since: (since > 0).then_some(since),
+        observed: Observed { features, requests },
+    })
+}
+
+fn rand_id() -> u64 {
+    let mut bytes = [0u8; 8];
+    if getrandom::fill(&mut bytes).is_err() {
+        return u64::from(std::process::id()) ^ (std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.as_nanos() as u64));
+    }
+    u64::from_le_bytes(bytes)
+}

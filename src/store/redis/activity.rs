@@ -1,0 +1,249 @@
+//! Fleet-wide control-loop state in Redis: each daemon's activity added to per-subject window
+//! buckets (counters and HyperLogLogs), the set of active subjects, a leadership lease, and the
+//! leader's published standings. Every key carries a TTL; keys hold only hashes.
+
+use super::RedisStore;
+use crate::clock::Micros;
+use crate::features::{Counters, Pending};
+use crate::store::{KeyHash, StoreError};
+use redis::{Cmd, Pipeline};
+use std::time::Duration;
+
+const FLUSH: &str = include_str!("activity_flush.lua");
+const READ: &str = include_str!("activity_read.lua");
+const LEASE: &str = include_str!("lease.lua");
+
+/// Subjects per pipeline: large enough to amortise round trips, small enough for one timeout.
+const CHUNK: usize = 500;
+
+/// A subject's window as the store summed it.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct SharedTotals {
+    pub counters: Counters,
+    pub distinct_endpoints: u64,
+    pub distinct_ips: u64,
+}
+
+fn sha(source: &str) -> String {
+    redis::Script::new(source).get_hash().to_owned()
+}
+
+impl RedisStore {
+    fn control_key(&self, name: &str) -> String {
+        format!("{}:control:{name}", self.prefix)
+    }
+
+    fn bucket_keys(&self, subject: KeyHash, bucket: u64) -> [String; 3] {
+        let base = format!("{}:{{{subject}}}:a:{bucket}", self.prefix);
+        [base.clone(), format!("{base}:e"), format!("{base}:i")]
+    }
+
+    /// Loads the control scripts (on every primary of a cluster) so EVALSHA finds them.
+    async fn load_control_scripts(&self) -> Result<(), StoreError> {
+        for source in [FLUSH, READ, LEASE] {
+            let mut cmd = redis::cmd("SCRIPT");
+            cmd.arg("LOAD").arg(source);
+            self.conn.query::<redis::Value>(&cmd, self.timeout).await?;
+        }
+        Ok(())
+    }
+
+    fn evalsha(source: &str, keys: &[String], args: Vec<String>) -> Cmd {
+        let mut cmd = redis::cmd("EVALSHA");
+        cmd.arg(sha(source)).arg(keys.len()).arg(keys).arg(args);
+        cmd
+    }
+
+    /// Adds one interval of activity to the bucket of `now` (bucket = `now / bucket_len`), and
+    /// marks the subjects active.
+    pub async fn flush_activity(
+        &self,
+        now: Micros,
+        bucket_len: Micros,
+        ttl: Duration,
+        items: &[(KeyHash, Pending)],
+    ) -> Result<(), StoreError> {
+        if items.is_empty() {
+            return Ok(());
+        }
+        self.load_control_scripts().await?;
+        let ttl_ms = ttl.as_millis().max(1).to_string();
+        let bucket = now / bucket_len.max(1);
+        let active = self.control_key("active");
+        for chunk in items.chunks(CHUNK) {
+            let mut pipe = Pipeline::new();
+            for (subject, pending) in chunk {
+                let c = &pending.counters;
+                let mut args = vec![
+                    ttl_ms.clone(),
+                    c.requests.to_string(),
+                    c.denied.to_string(),
+                    c.reports.to_string(),
+                    c.client_errors.to_string(),
+                    c.first.min(now).to_string(),
+                    c.last.to_string(),
+                    c.gaps.to_string(),
+                    c.gap_sum.to_string(),
+                    c.gap_sum_sq.to_string(),
+                    pending.endpoints.len().to_string(),
+                ];
+                args.extend(pending.endpoints.iter().map(|h| format!("{h:x}")));
+                args.extend(pending.ips.iter().map(|h| format!("{h:x}")));
+                pipe.add_command(Self::evalsha(FLUSH, &self.bucket_keys(*subject, bucket), args))
+                    .ignore();
+            }
+            let mut zadd = redis::cmd("ZADD");
+            zadd.arg(&active);
+            for (subject, _) in chunk {
+                zadd.arg(now / 1000).arg(subject.to_string());
+            }
+            pipe.add_command(zadd).ignore();
+            let mut expire = redis::cmd("PEXPIRE");
+            expire.arg(&active).arg(&ttl_ms);
+            pipe.add_command(expire).ignore();
+            self.conn.pipeline::<()>(&pipe, self.timeout).await?;
+        }
+        Ok(())
+    }
+
+    /// Subjects active since `since` (µs); older ones are dropped from the set.
+    pub async fn active_subjects(&self, since: Micros) -> Result<Vec<KeyHash>, StoreError> {
+        let active = self.control_key("active");
+        let mut trim = redis::cmd("ZREMRANGEBYSCORE");
+        trim.arg(&active).arg("-inf").arg(format!("({}", since / 1000));
+        self.conn.query::<()>(&trim, self.timeout).await?;
+        let mut range = redis::cmd("ZRANGE");
+        range.arg(&active).arg(0).arg(-1);
+        let members: Vec<String> = self.conn.query(&range, self.timeout * 4).await?;
+        Ok(members
+            .iter()
+            .filter_map(|m| u128::from_str_radix(m, 16).ok().map(KeyHash))
+            .collect())
+    }
+
+    /// The summed buckets `first_bucket..=last_bucket` of each subject.
+    pub async fn activity_totals(
+        &self,
+        subjects: &[KeyHash],
+        first_bucket: u64,
+        last_bucket: u64,
+    ) -> Result<Vec<SharedTotals>, StoreError> {
+        self.load_control_scripts().await?;
+        let mut totals = Vec::with_capacity(subjects.len());
+        for chunk in subjects.chunks(CHUNK) {
+            let mut pipe = Pipeline::new();
+            for subject in chunk {
+                let keys: Vec<String> = (first_bucket..=last_bucket)
+                    .flat_map(|b| self.bucket_keys(*subject, b))
+                    .collect();
+                pipe.add_command(Self::evalsha(READ, &keys, Vec::new()));
+            }
+            let replies: Vec<Vec<redis::Value>> = self.conn.pipeline(&pipe, self.timeout).await?;
+            for reply in replies {
+                totals.push(
+                    decode_totals(&reply)
+                        .ok_or_else(|| StoreError::Unavailable("unexpected activity reply".into()))?,
+                );
+            }
+        }
+        Ok(totals)
+    }
+
+    /// Takes or renews the lease; `true` while this daemon (`id`) holds it.
+    pub async fn try_lead(&self, id: &str, ttl: Duration) -> Result<bool, StoreError> {
+        self.load_control_scripts().await?;
+        let cmd = Self::evalsha(
+            LEASE,
+            &[self.control_key("leader")],
+            vec![id.to_owned(), ttl.as_millis().max(1).to_string()],
+        );
+        let held: i64 = self.conn.query(&cmd, self.timeout).await?;
+        Ok(held == 1)
+    }
+
+    /// Publishes the leader's standings as a new generation, then points readers at it.
+    pub async fn publish_standings(
+        &self,
+        generation: u64,
+        entries: &[(KeyHash, String)],
+        ttl: Duration,
+    ) -> Result<(), StoreError> {
+        let key = self.control_key(&format!("standings:{generation}"));
+        let ttl_ms = ttl.as_millis().max(1).to_string();
+        for chunk in entries.chunks(CHUNK * 4) {
+            let mut hset = redis::cmd("HSET");
+            hset.arg(&key);
+            for (subject, entry) in chunk {
+                hset.arg(subject.to_string()).arg(entry);
+            }
+            let mut pipe = Pipeline::new();
+            pipe.add_command(hset).ignore();
+            let mut expire = redis::cmd("PEXPIRE");
+            expire.arg(&key).arg(&ttl_ms);
+            pipe.add_command(expire).ignore();
+            self.conn.pipeline::<()>(&pipe, self.timeout).await?;
+        }
+        let mut point = redis::cmd("SET");
+        point
+            .arg(self.control_key("standings"))
+            .arg(generation)
+            .arg("PX")
+            .arg(&ttl_ms);
+        self.conn.query::<()>(&point, self.timeout).await
+    }
+
+    /// The latest published standings: (generation, entries), or `None` when none is live.
+    pub async fn read_standings(&self) -> Result<Option<(u64, Vec<(KeyHash, String)>)>, StoreError> {
+        let mut get = redis::cmd("GET");
+        get.arg(self.control_key("standings"));
+        let generation: Option<u64> = self.conn.query(&get, self.timeout).await?;
+        let Some(generation) = generation else {
+            return Ok(None);
+        };
+        let mut all = redis::cmd("HGETALL");
+        all.arg(self.control_key(&format!("standings:{generation}")));
+        let fields: Vec<(String, String)> = self.conn.query(&all, self.timeout * 4).await?;
+        let entries = fields
+            .into_iter()
+            .filter_map(|(subject, entry)| {
+                u128::from_str_radix(&subject, 16)
+                    .ok()
+                    .map(|s| (KeyHash(s), entry))
+            })
+            .collect();
+        Ok(Some((generation, entries)))
+    }
+}
+
+fn decode_totals(reply: &[redis::Value]) -> Option<SharedTotals> {
+    let int = |i: usize| -> Option<i64> {
+        match reply.get(i)? {
+            redis::Value::Int(n) => Some(*n),
+            _ => None,
+        }
+    };
+    let text = |i: usize| -> Option<f64> {
+        match reply.get(i)? {
+            redis::Value::BulkString(bytes) => std::str::from_utf8(bytes).ok()?.parse().ok(),
+            redis::Value::SimpleString(s) => s.parse().ok(),
+            _ => None,
+        }
+    };
+    let count = |i: usize| int(i).map(|n| n.max(0) as u64);
+    let first = text(4)?;
+    Some(SharedTotals {
+        counters: Counters {
+            requests: count(0)?,
+            denied: count(1)?,
+            reports: count(2)?,
+            client_errors: count(3)?,
+            first: if first < 0.0 { Micros::MAX } else { first as Micros },
+            last: text(5)?.max(0.0) as Micros,
+            gaps: count(6)?,
+            gap_sum: text(7)?,
+            gap_sum_sq: text(8)?,
+        },
+        distinct_endpoints: count(9)?,
+        distinct_ips: count(10)?,
+    })
+}
