@@ -37,7 +37,10 @@ impl Judge {
                 .is_some_and(|f| now < f.since.saturating_add(hold));
             let flagged = score >= threshold || held;
             if flagged {
-                let flag = self.flags.entry(subject).or_insert(Flag { since: now, score });
+                let flag = self
+                    .flags
+                    .entry(subject)
+                    .or_insert(Flag { since: now, score });
                 flag.score = score;
             } else {
                 self.flags.remove(&subject);

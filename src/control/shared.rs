@@ -6,8 +6,8 @@ use super::judge::{Flag, Judge};
 use super::{Verdict, observe_totals};
 use crate::clock::{Micros, micros};
 use crate::engine::Standing;
-use crate::features::{Features, Observed, Pending};
 use crate::features::window::{bucket_len, oldest_bucket};
+use crate::features::{Features, Observed, Pending};
 use crate::policy::Policy;
 use crate::store::{Backend, KeyHash, RedisStore};
 use hashbrown::HashMap;
@@ -101,7 +101,11 @@ impl SharedControl {
         let ttl = lease + anomaly.hold;
         self.generation = self.generation.max(now);
         let entries = encode(&verdict, judge);
-        if let Err(error) = self.store.publish_standings(self.generation, &entries, ttl).await {
+        if let Err(error) = self
+            .store
+            .publish_standings(self.generation, &entries, ttl)
+            .await
+        {
             tracing::warn!(%error, "control loop: cannot publish standings");
         }
         Some(verdict)
@@ -124,7 +128,9 @@ impl SharedControl {
         };
         let mut flags = Vec::new();
         for (subject, entry) in entries {
-            let Some(parsed) = decode(&entry) else { continue };
+            let Some(parsed) = decode(&entry) else {
+                continue;
+            };
             verdict.observed.insert(subject, parsed.observed);
             if let Some(score) = parsed.score {
                 verdict.standings.insert(
@@ -199,9 +205,10 @@ fn decode(entry: &str) -> Option<Entry> {
 fn rand_id() -> u64 {
     let mut bytes = [0u8; 8];
     if getrandom::fill(&mut bytes).is_err() {
-        return u64::from(std::process::id()) ^ (std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .map_or(0, |d| d.as_nanos() as u64));
+        return u64::from(std::process::id())
+            ^ (std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .map_or(0, |d| d.as_nanos() as u64));
     }
     u64::from_le_bytes(bytes)
 }

@@ -111,7 +111,8 @@ impl SubjectHasher {
     /// A 64-bit keyed hash of a feature value (an endpoint path, an address).
     pub fn feature(&self, tag: u8, bytes: &[u8]) -> u64 {
         use std::hash::Hasher;
-        let mut hasher = siphasher::sip::SipHasher13::new_with_keys(self.feature_key.0, self.feature_key.1);
+        let mut hasher =
+            siphasher::sip::SipHasher13::new_with_keys(self.feature_key.0, self.feature_key.1);
         hasher.write_u8(tag);
         hasher.write(bytes);
         hasher.finish()

@@ -93,7 +93,8 @@ impl<S: Store> Engine<S> {
     /// Records an upstream's status for a user (the error-rate feature).
     pub fn report(&self, user: &str, status: u16) {
         let subject = self.hasher.user(user);
-        self.recorder.record_status(subject, self.clock.now(), status);
+        self.recorder
+            .record_status(subject, self.clock.now(), status);
     }
 
     /// Uses `metrics` (the daemon's one registry) instead of a private one.

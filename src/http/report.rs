@@ -69,6 +69,8 @@ pub async fn report(
     };
     state.metrics.reports.with_label_values(&[class]).inc();
     // In range by the match above.
-    state.engine.report(&user, u16::try_from(status).unwrap_or(599));
+    state
+        .engine
+        .report(&user, u16::try_from(status).unwrap_or(599));
     Ok(StatusCode::ACCEPTED)
 }

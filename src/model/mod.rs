@@ -21,12 +21,19 @@ impl Model {
             path: path.display().to_string(),
             reason: e.to_string(),
         })?;
-        let v: serde_json::Value = serde_json::from_str(&text).map_err(|e| ModelError::Unreadable {
-            path: path.display().to_string(),
-            reason: e.to_string(),
-        })?;
-        let weights = v["weights"].as_array().map(|a| a.iter().filter_map(|x| x.as_f64()).collect()).unwrap_or_default();
-        Ok(Model { weights, bias: v["bias"].as_f64().unwrap_or(0.0) })
+        let v: serde_json::Value =
+            serde_json::from_str(&text).map_err(|e| ModelError::Unreadable {
+                path: path.display().to_string(),
+                reason: e.to_string(),
+            })?;
+        let weights = v["weights"]
+            .as_array()
+            .map(|a| a.iter().filter_map(|x| x.as_f64()).collect())
+            .unwrap_or_default();
+        Ok(Model {
+            weights,
+            bias: v["bias"].as_f64().unwrap_or(0.0),
+        })
     }
     pub fn kind(&self) -> &str {
         "logistic"
@@ -38,7 +45,13 @@ impl Model {
         features
             .iter()
             .map(|f| {
-                let z: f64 = f.to_array().iter().zip(&self.weights).map(|(x, w)| x * w).sum::<f64>() + self.bias;
+                let z: f64 = f
+                    .to_array()
+                    .iter()
+                    .zip(&self.weights)
+                    .map(|(x, w)| x * w)
+                    .sum::<f64>()
+                    + self.bias;
                 1.0 / (1.0 + (-z).exp())
             })
             .collect()

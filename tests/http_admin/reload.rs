@@ -3,11 +3,11 @@
 
 use crate::harness::{DEFAULT_THRESHOLDS, POLICY, TOKEN, admin, app, check, engine, harness};
 use axum::http::{Method, StatusCode};
-use ratewarden::policy::Policy;
 use ratewarden::control::ModelSlot;
+use ratewarden::policy::Policy;
 use ratewarden::reload::Reloader;
-use std::sync::Arc;
 use serde_json::{Value, json};
+use std::sync::Arc;
 
 #[tokio::test]
 async fn reload_swaps_a_valid_policy_and_refuses_a_broken_one_keeping_the_old() {

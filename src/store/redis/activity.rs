@@ -89,8 +89,12 @@ impl RedisStore {
                 ];
                 args.extend(pending.endpoints.iter().map(|h| format!("{h:x}")));
                 args.extend(pending.ips.iter().map(|h| format!("{h:x}")));
-                pipe.add_command(Self::evalsha(FLUSH, &self.bucket_keys(*subject, bucket), args))
-                    .ignore();
+                pipe.add_command(Self::evalsha(
+                    FLUSH,
+                    &self.bucket_keys(*subject, bucket),
+                    args,
+                ))
+                .ignore();
             }
             let mut zadd = redis::cmd("ZADD");
             zadd.arg(&active);
@@ -110,7 +114,9 @@ impl RedisStore {
     pub async fn active_subjects(&self, since: Micros) -> Result<Vec<KeyHash>, StoreError> {
         let active = self.control_key("active");
         let mut trim = redis::cmd("ZREMRANGEBYSCORE");
-        trim.arg(&active).arg("-inf").arg(format!("({}", since / 1000));
+        trim.arg(&active)
+            .arg("-inf")
+            .arg(format!("({}", since / 1000));
         self.conn.query::<()>(&trim, self.timeout).await?;
         let mut range = redis::cmd("ZRANGE");
         range.arg(&active).arg(0).arg(-1);
@@ -141,8 +147,9 @@ impl RedisStore {
             let replies: Vec<Vec<redis::Value>> = self.conn.pipeline(&pipe, self.timeout).await?;
             for reply in replies {
                 totals.push(
-                    decode_totals(&reply)
-                        .ok_or_else(|| StoreError::Unavailable("unexpected activity reply".into()))?,
+                    decode_totals(&reply).ok_or_else(|| {
+                        StoreError::Unavailable("unexpected activity reply".into())
+                    })?,
                 );
             }
         }
@@ -193,7 +200,9 @@ impl RedisStore {
     }
 
     /// The latest published standings: (generation, entries), or `None` when none is live.
-    pub async fn read_standings(&self) -> Result<Option<(u64, Vec<(KeyHash, String)>)>, StoreError> {
+    pub async fn read_standings(
+        &self,
+    ) -> Result<Option<(u64, Vec<(KeyHash, String)>)>, StoreError> {
         let mut get = redis::cmd("GET");
         get.arg(self.control_key("standings"));
         let generation: Option<u64> = self.conn.query(&get, self.timeout).await?;
@@ -237,7 +246,11 @@ fn decode_totals(reply: &[redis::Value]) -> Option<SharedTotals> {
             denied: count(1)?,
             reports: count(2)?,
             client_errors: count(3)?,
-            first: if first < 0.0 { Micros::MAX } else { first as Micros },
+            first: if first < 0.0 {
+                Micros::MAX
+            } else {
+                first as Micros
+            },
             last: text(5)?.max(0.0) as Micros,
             gaps: count(6)?,
             gap_sum: text(7)?,

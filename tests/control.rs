@@ -1,0 +1,16 @@
+//! The control loop: load factor from a scripted load curve, the cgroup quota's share, the
+//! flag `hold` rule, features from recorded traffic, and the fleet-wide state in a real Redis.
+
+mod common;
+
+#[path = "control/load.rs"]
+mod load;
+
+#[path = "control/judge.rs"]
+mod judge;
+
+#[path = "control/cycle.rs"]
+mod cycle;
+
+#[path = "control/shared.rs"]
+mod shared;

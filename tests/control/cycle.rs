@@ -1,0 +1,150 @@
+//! Control cycles on the embedded store with a manual clock and a scripted load: the load
+//! factor reaches decisions (but not `adaptive: false` tiers and rules), and recorded traffic
+//! becomes exact features that leave with the window.
+
+use crate::common::{EXAMPLE_POLICY, START};
+use ratewarden::clock::{ManualClock, Micros};
+use ratewarden::control::{ControlLoop, LoadSampler, ModelSlot};
+use ratewarden::engine::{CheckRequest, Engine, SubjectHasher};
+use ratewarden::policy::Policy;
+use ratewarden::store::{Backend, MemoryStore};
+use std::collections::VecDeque;
+use std::path::Path;
+use std::sync::Arc;
+use std::time::Duration;
+
+/// A load curve given in advance.
+pub struct Scripted(pub VecDeque<f64>);
+
+impl LoadSampler for Scripted {
+    fn sample(&mut self, _now: Micros) -> Option<f64> {
+        self.0.pop_front()
+    }
+}
+
+pub fn engine(yaml: &str) -> (Arc<Engine<Backend>>, ManualClock) {
+    let policy = Policy::from_yaml(yaml, Path::new(".")).expect("valid policy");
+    let clock = ManualClock::starting_at(START);
+    let store = MemoryStore::new(Arc::new(clock.clone()), 1_000_000);
+    let engine = Engine::new(
+        policy,
+        Backend::Memory(store),
+        SubjectHasher::from_secret("s"),
+    )
+    .with_clock(Arc::new(clock.clone()));
+    (Arc::new(engine), clock)
+}
+
+fn control(engine: &Arc<Engine<Backend>>, load: &[f64]) -> ControlLoop {
+    let model = Arc::new(ModelSlot::new(engine.metrics().clone()));
+    ControlLoop::new(
+        engine.clone(),
+        model,
+        Box::new(Scripted(load.iter().copied().collect())),
+    )
+}
+
+fn without_model(yaml: &str) -> String {
+    yaml.replace("model: models/abuse.json", "model: null")
+}
+
+async fn limit_of(engine: &Engine<Backend>, user: &str, endpoint: &str, tier: &str) -> u64 {
+    let mut request = CheckRequest::new(user, endpoint);
+    request.tier = Some(tier);
+    let decision = engine.check(&request).await.unwrap();
+    decision.limit.expect("a limit applies")
+}
+
+#[tokio::test]
+async fn high_load_halves_adaptive_limits_and_leaves_adaptive_false_alone() {
+    let (engine, clock) = engine(&without_model(EXAMPLE_POLICY));
+    // smoothing 0.3: 1.0 three times takes the EWMA from 1.0 (first sample) to 1.0.
+    let mut control = control(&engine, &[1.0, 1.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0]);
+    let report = control.cycle().await;
+    assert_eq!(report.load_factor, 0.5);
+    assert_eq!(engine.metrics().load_factor.get(), 0.5);
+    assert_eq!(engine.metrics().system_cpu_ratio.get(), 1.0);
+    // free: burst 20 at 0.5 is 10 (the limit with the least remaining is shown).
+    assert_eq!(limit_of(&engine, "a", "/x", "free").await, 10);
+    // enterprise is `adaptive: false`, endpoint limits included: default_endpoint's 50 a
+    // minute (less room than its GCRA burst of 500) stays 50.
+    assert_eq!(limit_of(&engine, "b", "/x", "enterprise").await, 50);
+    // The SMS rule is `adaptive: false`: 10 an hour stays exact.
+    assert_eq!(limit_of(&engine, "c", "/sms/send", "pro").await, 10);
+
+    // The load falls: the EWMA crosses low (0.3) after a few idle samples, then limits grow.
+    control.cycle().await;
+    let mut factors = Vec::new();
+    for _ in 0..8 {
+        clock.advance(Duration::from_secs(1));
+        factors.push(control.cycle().await.load_factor);
+    }
+    assert_eq!(factors, [1.0, 1.0, 1.0, 1.5, 1.5, 1.5, 1.5, 1.5]);
+    assert_eq!(limit_of(&engine, "d", "/x", "free").await, 30);
+    assert_eq!(limit_of(&engine, "e", "/x", "enterprise").await, 50);
+}
+
+#[tokio::test]
+async fn the_override_pins_the_load_factor_whatever_the_load() {
+    let (engine, _clock) = engine(&without_model(EXAMPLE_POLICY));
+    let mut thresholds = engine.scale_factors().thresholds();
+    thresholds.load_factor_override = Some(0.25);
+    engine.scale_factors().set_thresholds(thresholds);
+    let mut control = control(&engine, &[0.0]);
+    assert_eq!(control.cycle().await.load_factor, 0.25);
+    assert_eq!(limit_of(&engine, "a", "/x", "free").await, 5);
+}
+
+#[tokio::test]
+async fn recorded_traffic_becomes_exact_features_that_leave_with_the_window() {
+    let (engine, clock) = engine(&without_model(EXAMPLE_POLICY));
+    let mut control = control(&engine, &[]);
+    // 30 requests a second apart, over 3 endpoints and 2 addresses; the /api/export rule
+    // (5 a minute) denies some; 10 reports, 4 of them 4xx.
+    for i in 0..30u32 {
+        let endpoint = ["/a", "/b", "/api/export"][i as usize % 3];
+        let mut request = CheckRequest::new("alice", endpoint);
+        request.tier = Some("pro");
+        request.ip = Some(
+            if i % 2 == 0 {
+                "203.0.113.7"
+            } else {
+                "203.0.113.8"
+            }
+            .parse()
+            .unwrap(),
+        );
+        engine.check(&request).await.unwrap();
+        if i < 10 {
+            engine.report("alice", if i < 4 { 401 } else { 200 });
+        }
+        clock.advance(Duration::from_secs(1));
+    }
+    let report = control.cycle().await;
+    assert_eq!(
+        (report.active, report.scored),
+        (1, 0),
+        "no model: nobody scored"
+    );
+    let alice = engine.hasher().user("alice");
+    let observed = engine
+        .scale_factors()
+        .observed(alice)
+        .expect("alice was active");
+    let f = observed.features;
+    assert_eq!(observed.requests, 30);
+    // First request at START, the cycle at START + 30 s.
+    assert_eq!(f.requests_per_second, 1.0);
+    assert_eq!(f.endpoints_per_request, 3.0 / 30.0);
+    assert_eq!(f.ips_per_request, 2.0 / 30.0);
+    assert_eq!(f.client_error_ratio, 0.4);
+    // /api/export: 10 requests in 30 s, windows of a minute aligned to the epoch: the 6th
+    // and later in one window are denied. Count what the engine denied.
+    assert!(f.denied_ratio > 0.0 && f.denied_ratio < 1.0 / 3.0, "{f:?}");
+    assert_eq!(f.interarrival_cv, 0.0, "a metronome");
+
+    // Ten minutes and two buckets later the window holds nothing of alice.
+    clock.advance(Duration::from_secs(600 + 200));
+    control.cycle().await;
+    assert_eq!(engine.scale_factors().observed(alice), None);
+}

@@ -1,0 +1,40 @@
+//! Flags: at or over the threshold flags; a flag lasts at least `hold`, then ends at the
+//! first score below the threshold; a quiet flagged subject stays flagged until its hold ends.
+
+use ratewarden::control::Judge;
+use ratewarden::store::KeyHash;
+use std::time::Duration;
+
+const S: u64 = 1_000_000;
+
+#[test]
+fn a_flag_is_held_then_released_when_the_score_drops() {
+    let mut judge = Judge::default();
+    let a = KeyHash(1);
+    let hold = Duration::from_secs(10);
+    let at =
+        |t: u64, score: f64, judge: &mut Judge| judge.judge(t * S, &[(a, score)], 0.8, hold)[&a];
+    assert!(!at(0, 0.79, &mut judge).flagged, "below the threshold");
+    assert!(at(1, 0.8, &mut judge).flagged, "at the threshold");
+    let held = at(5, 0.1, &mut judge);
+    assert!(held.flagged, "held: 4 s of a 10 s hold");
+    assert_eq!(held.abuse_score, 0.1, "the score shown is the latest");
+    assert!(at(10, 0.95, &mut judge).flagged);
+    assert!(
+        !at(11, 0.5, &mut judge).flagged,
+        "hold over (since 1 s) and score low"
+    );
+    assert!(at(12, 0.9, &mut judge).flagged, "flagged again");
+}
+
+#[test]
+fn a_flagged_subject_that_goes_quiet_stays_flagged_for_its_hold() {
+    let mut judge = Judge::default();
+    let a = KeyHash(7);
+    let hold = Duration::from_secs(10);
+    judge.judge(0, &[(a, 0.99)], 0.8, hold);
+    let quiet = judge.judge(9 * S, &[], 0.8, hold);
+    assert!(quiet[&a].flagged);
+    assert_eq!(quiet[&a].abuse_score, 0.99);
+    assert!(judge.judge(10 * S, &[], 0.8, hold).is_empty());
+}

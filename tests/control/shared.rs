@@ -1,0 +1,103 @@
+//! Two daemons' control loops on one real Redis: one holds the lease and scores, the other
+//! adopts its standings; both see the same features for a subject whose traffic they split.
+//! Every key the control loop writes has a TTL.
+
+use super::cycle::Scripted;
+use crate::common::START;
+use crate::common::redis::RedisServer;
+use ratewarden::clock::ManualClock;
+use ratewarden::control::{ControlLoop, ModelSlot};
+use ratewarden::engine::{CheckRequest, Engine, SubjectHasher};
+use ratewarden::policy::Policy;
+use ratewarden::store::{Backend, RedisStore};
+use std::path::Path;
+use std::sync::Arc;
+use std::time::Duration;
+
+const POLICY: &str = r#"
+default_tier: free
+tiers:
+  free:
+    limits: [ { name: minute, algorithm: sliding_window, requests: 1000, window: 1m } ]
+adaptive:
+  interval: 1s
+  anomaly: { window: 1m, min_requests: 5 }
+"#;
+
+fn daemon(server: &RedisServer, clock: &ManualClock) -> (Arc<Engine<Backend>>, ControlLoop) {
+    let policy = Policy::from_yaml(POLICY, Path::new(".")).unwrap();
+    let store = RedisStore::connect(&server.url(), "rw", Duration::from_secs(2))
+        .unwrap()
+        .with_clock(Arc::new(clock.clone()));
+    let engine = Arc::new(
+        Engine::new(
+            policy,
+            Backend::Redis(store),
+            SubjectHasher::from_secret("fleet"),
+        )
+        .with_clock(Arc::new(clock.clone())),
+    );
+    let model = Arc::new(ModelSlot::new(engine.metrics().clone()));
+    let control = ControlLoop::new(
+        engine.clone(),
+        model,
+        Box::new(Scripted(Default::default())),
+    );
+    (engine, control)
+}
+
+async fn send(engine: &Engine<Backend>, user: &str, endpoint: &str, ip: &str, n: usize) {
+    for _ in 0..n {
+        let mut request = CheckRequest::new(user, endpoint);
+        request.ip = Some(ip.parse().unwrap());
+        engine.check(&request).await.unwrap();
+    }
+}
+
+#[tokio::test]
+async fn two_daemons_agree_on_a_subjects_features_within_two_intervals() {
+    let server = RedisServer::start();
+    let clock = ManualClock::starting_at(START);
+    let (a, mut control_a) = daemon(&server, &clock);
+    let (b, mut control_b) = daemon(&server, &clock);
+    let carol = a.hasher().user("carol");
+
+    send(&a, "carol", "/one", "198.51.100.1", 10).await;
+    send(&b, "carol", "/two", "198.51.100.2", 6).await;
+    clock.advance(Duration::from_secs(1));
+    assert!(
+        control_a.cycle().await.leader,
+        "the first to ask takes the lease"
+    );
+    assert!(!control_b.cycle().await.leader, "the other follows");
+    clock.advance(Duration::from_secs(1));
+    control_a.cycle().await;
+    control_b.cycle().await;
+
+    let seen_a = a
+        .scale_factors()
+        .observed(carol)
+        .expect("the leader sees carol");
+    let seen_b = b
+        .scale_factors()
+        .observed(carol)
+        .expect("the follower sees carol");
+    assert_eq!(seen_a, seen_b);
+    assert_eq!(seen_a.requests, 16);
+    assert_eq!(seen_a.features.endpoints_per_request, 2.0 / 16.0);
+    assert_eq!(seen_a.features.ips_per_request, 2.0 / 16.0);
+
+    // The follower takes over when the leader stops renewing its lease (3 intervals).
+    clock.advance(Duration::from_secs(1));
+    tokio::time::sleep(Duration::from_millis(3100)).await;
+    assert!(control_b.cycle().await.leader, "the lease expired: b leads");
+
+    // No key without a TTL, and no raw id or address in any key.
+    for key in server.keys() {
+        let ttl: i64 = server.cli(&["PTTL", &key]).trim().parse().unwrap();
+        assert!(ttl > 0, "{key} has no TTL ({ttl})");
+        for raw in ["carol", "198.51.100", "/one", "/two"] {
+            assert!(!key.contains(raw), "{key} contains {raw}");
+        }
+    }
+}
