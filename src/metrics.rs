@@ -130,6 +130,13 @@ impl Metrics {
             "Policy and model reloads",
             &["kind", "result"],
         );
+        // Every series from the start, at 0: Prometheus sees no increase in a series that is
+        // born at 1, so a first failed reload would otherwise never fire an alert.
+        for kind in ["policy", "model"] {
+            for result in ["success", "error"] {
+                config_reloads.with_label_values(&[kind, result]);
+            }
+        }
         let reports = counter(
             "ratewarden_reports_total",
             "Upstream outcomes reported through /v1/report, by status class",

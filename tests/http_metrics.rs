@@ -166,15 +166,24 @@ async fn metrics_count_decisions_with_policy_labels_only() {
         "ratewarden_flagged_subjects",
         "ratewarden_control_cycle_duration_seconds",
         "ratewarden_reports_total",
+        "ratewarden_config_reloads_total",
     ] {
         assert!(names.contains(touched), "{touched} is missing:\n{text}");
     }
+    // Reload counts start at 0 for every kind and result (so a first failure is an increase
+    // Prometheus can see, and alert on).
+    for kind in ["policy", "model"] {
+        for result in ["success", "error"] {
+            let series =
+                format!("ratewarden_config_reloads_total{{kind=\"{kind}\",result=\"{result}\"}} 0");
+            assert!(text.contains(&series), "{series} is missing:\n{text}");
+        }
+    }
     // Labelled series nobody touched are absent: no tier stored (the cache is skipped), no
-    // store error, no reload, no model.
+    // store error, no model.
     for untouched in [
         "ratewarden_tier_cache_requests_total",
         "ratewarden_store_errors_total",
-        "ratewarden_config_reloads_total",
         "ratewarden_model_info",
     ] {
         assert!(

@@ -1,0 +1,216 @@
+//! Traffic for the dashboards test: a steady stream from many subjects through every HTTP API,
+//! and the scripted events that the panels and alerts are about (bursts, quota, shadow-mode
+//! denials, reloads, a store outage, a flagged subject).
+
+use crate::common::daemon::send;
+use serde_json::Value;
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::thread::JoinHandle;
+use std::time::Duration;
+
+pub const ADMIN_TOKEN: &str = "dashboards-test-token";
+
+/// One request; returns (status, body).
+pub fn request(
+    addr: SocketAddr,
+    method: &str,
+    path: &str,
+    headers: &[(&str, &str)],
+    body: &str,
+) -> (u16, String) {
+    let mut raw = format!(
+        "{method} {path} HTTP/1.1\r\nHost: ratewarden\r\nConnection: close\r\nContent-Length: {}\r\n",
+        body.len()
+    );
+    for (name, value) in headers {
+        raw.push_str(&format!("{name}: {value}\r\n"));
+    }
+    raw.push_str("\r\n");
+    raw.push_str(body);
+    let reply = send(addr, raw.as_bytes());
+    (reply.status, reply.text())
+}
+
+pub fn check(addr: SocketAddr, body: &Value) -> (u16, Value) {
+    let (status, text) = request(
+        addr,
+        "POST",
+        "/v1/check",
+        &[("Content-Type", "application/json")],
+        &body.to_string(),
+    );
+    let json = serde_json::from_str(&text).unwrap_or(Value::Null);
+    (status, json)
+}
+
+pub fn admin(addr: SocketAddr, method: &str, path: &str, body: &str) -> (u16, String) {
+    let bearer = format!("Bearer {ADMIN_TOKEN}");
+    request(
+        addr,
+        method,
+        path,
+        &[
+            ("Authorization", bearer.as_str()),
+            ("Content-Type", "application/json"),
+        ],
+        body,
+    )
+}
+
+/// The steady stream: about 40 requests a second from 40 subjects in every tier, through
+/// /v1/check, /v1/check/batch and /v1/auth, until stopped.
+pub struct Steady {
+    stop: Arc<AtomicBool>,
+    handle: JoinHandle<Vec<u16>>,
+}
+
+const ENDPOINTS: [&str; 5] = [
+    "/api/search",
+    "/api/export",
+    "/api/items",
+    "/login",
+    "/sms/send",
+];
+
+/// A check request of the steady stream, number `n`.
+fn steady_request(n: usize) -> Value {
+    let user = format!("user-{}", n % 40);
+    let endpoint = ENDPOINTS[n % ENDPOINTS.len()];
+    let ip = format!("198.51.100.{}", n % 7);
+    // Most subjects leave their tier to the tier store (so the tier cache is used).
+    match n % 6 {
+        0 => serde_json::json!({"user": user, "endpoint": endpoint, "ip": ip, "tier": "pro"}),
+        1 => {
+            serde_json::json!({"user": user, "endpoint": endpoint, "ip": ip, "tier": "enterprise"})
+        }
+        _ => serde_json::json!({"user": user, "endpoint": endpoint, "ip": ip}),
+    }
+}
+
+impl Steady {
+    pub fn start(addr: SocketAddr) -> Steady {
+        let stop = Arc::new(AtomicBool::new(false));
+        let flag = stop.clone();
+        let handle = std::thread::spawn(move || {
+            let mut statuses = Vec::new();
+            let mut n = 0usize;
+            while !flag.load(Ordering::Relaxed) {
+                let status = match n % 10 {
+                    0..=5 => check(addr, &steady_request(n)).0,
+                    6 | 7 => {
+                        let items: Vec<Value> = (0..4).map(|i| steady_request(n + i)).collect();
+                        let body = serde_json::json!({ "requests": items }).to_string();
+                        let headers = [("Content-Type", "application/json")];
+                        request(addr, "POST", "/v1/check/batch", &headers, &body).0
+                    }
+                    _ => {
+                        let user = format!("user-{}", n % 40);
+                        let uri = ENDPOINTS[n % ENDPOINTS.len()];
+                        let headers = [("X-Api-Key", user.as_str()), ("X-Original-URI", uri)];
+                        request(addr, "GET", "/v1/auth", &headers, "").0
+                    }
+                };
+                statuses.push(status);
+                n += 1;
+                std::thread::sleep(Duration::from_millis(20));
+            }
+            statuses
+        });
+        Steady { stop, handle }
+    }
+
+    /// Stops the stream; the status of every request it sent.
+    pub fn stop(self) -> Vec<u16> {
+        self.stop.store(true, Ordering::Relaxed);
+        self.handle
+            .join()
+            .expect("the steady stream does not panic")
+    }
+}
+
+/// `count` checks of `body`; the `reason` of every denial.
+pub fn repeat(addr: SocketAddr, body: &Value, count: usize) -> Vec<String> {
+    let mut reasons = Vec::new();
+    for _ in 0..count {
+        let (status, decision) = check(addr, body);
+        assert!(
+            status == 200 || status == 429,
+            "{body} answered {status}: {decision}"
+        );
+        if status == 429 {
+            reasons.push(decision["reason"].as_str().unwrap_or("?").to_owned());
+        }
+    }
+    reasons
+}
+
+/// A free subject sends 30 requests at once: its 20-a-minute token bucket (`burst`) denies
+/// while its hourly limit has room.
+pub fn burst(addr: SocketAddr) {
+    let body = serde_json::json!({"user": "burster", "endpoint": "/api/items"});
+    let reasons = repeat(addr, &body, 30);
+    assert!(reasons.iter().any(|r| r == "burst"), "{reasons:?}");
+}
+
+/// Twelve SMS in a row against a limit of 10 an hour (the longest limit of the request, so a
+/// `quota` denial; a short limit that denies is a `burst`).
+pub fn quota(addr: SocketAddr) {
+    let body = serde_json::json!({"user": "texter", "endpoint": "/sms/send"});
+    let reasons = repeat(addr, &body, 12);
+    assert!(reasons.iter().any(|r| r == "quota"), "{reasons:?}");
+}
+
+/// 25 logins from one address against the shadow limit of 20 per 5 minutes: all allowed, the
+/// last ones `shadow: true`.
+pub fn shadow(addr: SocketAddr) {
+    let mut shadowed = 0;
+    for n in 0..25 {
+        let body = serde_json::json!({"user": format!("login-{n}"), "endpoint": "/login", "ip": "203.0.113.9"});
+        let (status, decision) = check(addr, &body);
+        assert_eq!(status, 200, "{decision}");
+        shadowed += usize::from(decision["shadow"] == true);
+    }
+    assert!(shadowed >= 5, "{shadowed} shadow denials");
+}
+
+/// A reload of the unchanged policy through the admin API.
+pub fn reload_ok(addr: SocketAddr) {
+    let (status, body) = admin(addr, "POST", "/v1/admin/reload", "");
+    assert_eq!(status, 200, "{body}");
+}
+
+/// A policy file the daemon refuses (an unknown algorithm), then a reload request: 422, the old
+/// policy stays. The bad file stays too, so no later reload resets the thresholds.
+pub fn failed_reload(addr: SocketAddr, policy: &std::path::Path) {
+    let good = std::fs::read_to_string(policy).expect("the policy is readable");
+    let bad = good.replacen("algorithm: gcra", "algorithm: leaky_faucet", 1);
+    assert_ne!(good, bad, "the policy has a gcra limit to break");
+    std::fs::write(policy, bad).expect("the policy is writable");
+    let (status, body) = admin(addr, "POST", "/v1/admin/reload", "");
+    assert_eq!(status, 422, "{body}");
+}
+
+/// The step that makes one subject flagged by the anomaly model.
+///
+/// TODO(control loop, issue 5): once the control loop and `ratewarden train` land, write a model
+/// with `ratewarden train` into the policy's folder, set `adaptive.anomaly.model` in the test
+/// policy (tests/dashboards.rs, `policy`), and here drive the subject `abuser` with abusive
+/// traffic (many addresses, failed logins reported through /v1/report, a high rate) until
+/// `GET /v1/admin/subjects/abuser` says `"flagged": true`; then send it past its scaled limit so
+/// it is denied with reason `anomaly`. Then empty `PENDING_CONTROL_LOOP` in tests/dashboards.rs.
+/// Until then this pins the load factor (an operator's brake), which the load panels and the
+/// load-factor alert need anyway, and the subject is denied with reason `load`.
+pub fn flag_one_subject(addr: SocketAddr) {
+    let (status, body) = admin(
+        addr,
+        "PUT",
+        "/v1/admin/thresholds",
+        r#"{"load_factor_override": 0.5}"#,
+    );
+    assert_eq!(status, 200, "{body}");
+    let body = serde_json::json!({"user": "abuser", "endpoint": "/api/export"});
+    let reasons = repeat(addr, &body, 8);
+    assert!(reasons.iter().any(|r| r == "load"), "{reasons:?}");
+}
