@@ -101,3 +101,57 @@ async fn two_daemons_agree_on_a_subjects_features_within_two_intervals() {
         }
     }
 }
+
+#[tokio::test]
+async fn the_fleet_state_works_on_a_redis_cluster_too() {
+    use crate::common::redis::RedisCluster;
+    let _ = tracing_subscriber::fmt().with_test_writer().try_init();
+    let cluster = RedisCluster::start(3);
+    let clock = ManualClock::starting_at(START);
+    let mut daemons = Vec::new();
+    for _ in 0..2 {
+        let policy = Policy::from_yaml(POLICY, Path::new(".")).unwrap();
+        let store = RedisStore::connect_cluster(&cluster.node_urls(), "rw", Duration::from_secs(2))
+            .await
+            .unwrap()
+            .with_clock(Arc::new(clock.clone()));
+        let engine = Arc::new(
+            Engine::new(
+                policy,
+                Backend::Redis(store),
+                SubjectHasher::from_secret("fleet"),
+            )
+            .with_clock(Arc::new(clock.clone())),
+        );
+        let model = Arc::new(ModelSlot::new(engine.metrics().clone()));
+        let control = ControlLoop::new(
+            engine.clone(),
+            model,
+            Box::new(Scripted(Default::default())),
+        );
+        daemons.push((engine, control));
+    }
+    // Subjects land in different slots (their hashes are the hash tags).
+    let users: Vec<String> = (0..20).map(|i| format!("user-{i}")).collect();
+    for (i, user) in users.iter().enumerate() {
+        send(&daemons[i % 2].0, user, "/a", "192.0.2.1", 3).await;
+        send(&daemons[(i + 1) % 2].0, user, "/b", "192.0.2.2", 2).await;
+    }
+    for _ in 0..2 {
+        clock.advance(Duration::from_secs(1));
+        for (_, control) in &mut daemons {
+            control.cycle().await;
+        }
+    }
+    for user in &users {
+        let subject = daemons[0].0.hasher().user(user);
+        let seen: Vec<_> = daemons
+            .iter()
+            .map(|(engine, _)| engine.scale_factors().observed(subject))
+            .collect();
+        assert_eq!(seen[0], seen[1], "{user}");
+        let observed = seen[0].expect("seen");
+        assert_eq!(observed.requests, 5, "{user}");
+        assert_eq!(observed.features.endpoints_per_request, 2.0 / 5.0, "{user}");
+    }
+}

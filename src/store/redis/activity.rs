@@ -48,6 +48,24 @@ impl RedisStore {
         Ok(())
     }
 
+    /// Runs commands in one pipeline, or (on a cluster, where a pipeline must not cross slots)
+    /// concurrently over the cluster connection.
+    async fn run_many(&self, cmds: Vec<Cmd>) -> Result<Vec<redis::Value>, StoreError> {
+        if self.conn.is_cluster() {
+            let replies = futures_util::future::join_all(
+                cmds.iter()
+                    .map(|cmd| self.conn.query::<redis::Value>(cmd, self.timeout)),
+            )
+            .await;
+            return replies.into_iter().collect();
+        }
+        let mut pipe = Pipeline::new();
+        for cmd in cmds {
+            pipe.add_command(cmd);
+        }
+        self.conn.pipeline(&pipe, self.timeout).await
+    }
+
     fn evalsha(source: &str, keys: &[String], args: Vec<String>) -> Cmd {
         let mut cmd = redis::cmd("EVALSHA");
         cmd.arg(sha(source)).arg(keys.len()).arg(keys).arg(args);
@@ -71,7 +89,7 @@ impl RedisStore {
         let bucket = now / bucket_len.max(1);
         let active = self.control_key("active");
         for chunk in items.chunks(CHUNK) {
-            let mut pipe = Pipeline::new();
+            let mut cmds = Vec::with_capacity(chunk.len() + 2);
             for (subject, pending) in chunk {
                 let c = &pending.counters;
                 let mut args = vec![
@@ -89,23 +107,22 @@ impl RedisStore {
                 ];
                 args.extend(pending.endpoints.iter().map(|h| format!("{h:x}")));
                 args.extend(pending.ips.iter().map(|h| format!("{h:x}")));
-                pipe.add_command(Self::evalsha(
+                cmds.push(Self::evalsha(
                     FLUSH,
                     &self.bucket_keys(*subject, bucket),
                     args,
-                ))
-                .ignore();
+                ));
             }
             let mut zadd = redis::cmd("ZADD");
             zadd.arg(&active);
             for (subject, _) in chunk {
                 zadd.arg(now / 1000).arg(subject.to_string());
             }
-            pipe.add_command(zadd).ignore();
+            cmds.push(zadd);
             let mut expire = redis::cmd("PEXPIRE");
             expire.arg(&active).arg(&ttl_ms);
-            pipe.add_command(expire).ignore();
-            self.conn.pipeline::<()>(&pipe, self.timeout).await?;
+            cmds.push(expire);
+            self.run_many(cmds).await?;
         }
         Ok(())
     }
@@ -137,15 +154,19 @@ impl RedisStore {
         self.load_control_scripts().await?;
         let mut totals = Vec::with_capacity(subjects.len());
         for chunk in subjects.chunks(CHUNK) {
-            let mut pipe = Pipeline::new();
-            for subject in chunk {
-                let keys: Vec<String> = (first_bucket..=last_bucket)
-                    .flat_map(|b| self.bucket_keys(*subject, b))
-                    .collect();
-                pipe.add_command(Self::evalsha(READ, &keys, Vec::new()));
-            }
-            let replies: Vec<Vec<redis::Value>> = self.conn.pipeline(&pipe, self.timeout).await?;
-            for reply in replies {
+            let cmds = chunk
+                .iter()
+                .map(|subject| {
+                    let keys: Vec<String> = (first_bucket..=last_bucket)
+                        .flat_map(|b| self.bucket_keys(*subject, b))
+                        .collect();
+                    Self::evalsha(READ, &keys, Vec::new())
+                })
+                .collect();
+            for reply in self.run_many(cmds).await? {
+                let redis::Value::Array(reply) = reply else {
+                    return Err(StoreError::Unavailable("unexpected activity reply".into()));
+                };
                 totals.push(
                     decode_totals(&reply).ok_or_else(|| {
                         StoreError::Unavailable("unexpected activity reply".into())
