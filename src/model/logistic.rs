@@ -1,0 +1,83 @@
+//! The supervised kind: logistic regression on labelled traffic, Platt-calibrated.
+//!
+//! linfa-logistic fits the weights on the training subjects; a second, one-input logistic
+//! regression (Platt scaling, also linfa) is fitted on the logits of separate calibration
+//! subjects and folded into the weights, so the stored model is still one logistic function
+//! whose output is the probability of abuse at the traffic mix it was trained on.
+
+use super::train::TrainError;
+use crate::features::FEATURE_COUNT;
+use linfa::prelude::*;
+use linfa_logistic::LogisticRegression;
+use ndarray::{Array1, Array2};
+
+/// Score = 1 / (1 + exp(-(weights · x + intercept))) on standardised features.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Logistic {
+    pub weights: [f64; FEATURE_COUNT],
+    pub intercept: f64,
+}
+
+/// L2 weight of linfa's fit: light, the data has far more samples than weights.
+const ALPHA: f64 = 1e-3;
+const MAX_ITERATIONS: u64 = 300;
+
+impl Logistic {
+    #[inline]
+    pub fn logit(&self, x: &[f64; FEATURE_COUNT]) -> f64 {
+        let mut z = self.intercept;
+        for (w, v) in self.weights.iter().zip(x) {
+            z += w * v;
+        }
+        z
+    }
+
+    #[inline]
+    pub fn probability(&self, x: &[f64; FEATURE_COUNT]) -> f64 {
+        sigmoid(self.logit(x))
+    }
+
+    /// Fits the weights with linfa-logistic on standardised rows (`true` = abuse).
+    pub fn fit(rows: &[[f64; FEATURE_COUNT]], abuse: &[bool]) -> Result<Logistic, TrainError> {
+        let records = Array2::from_shape_fn((rows.len(), FEATURE_COUNT), |(i, j)| rows[i][j]);
+        let (weights, intercept) = fit_linfa(records, abuse)?;
+        Ok(Logistic {
+            weights: std::array::from_fn(|j| weights[j]),
+            intercept,
+        })
+    }
+
+    /// Platt scaling: fits `sigmoid(a · logit + c)` on held-apart rows and folds `a` and `c`
+    /// into the weights.
+    pub fn calibrated(
+        &self,
+        rows: &[[f64; FEATURE_COUNT]],
+        abuse: &[bool],
+    ) -> Result<Logistic, TrainError> {
+        let logits = Array2::from_shape_fn((rows.len(), 1), |(i, _)| self.logit(&rows[i]));
+        let (a, c) = fit_linfa(logits, abuse)?;
+        let a = a[0];
+        Ok(Logistic {
+            weights: self.weights.map(|w| a * w),
+            intercept: a * self.intercept + c,
+        })
+    }
+}
+
+/// Weights and intercept of P(abuse), whichever class linfa took as its positive one.
+fn fit_linfa(records: Array2<f64>, abuse: &[bool]) -> Result<(Array1<f64>, f64), TrainError> {
+    let targets = Array1::from_iter(abuse.iter().copied());
+    let dataset = Dataset::new(records, targets);
+    let fitted = LogisticRegression::default()
+        .alpha(ALPHA)
+        .max_iterations(MAX_ITERATIONS)
+        .fit(&dataset)?;
+    // linfa's probability is of the more frequent class; turn it into P(abuse).
+    let sign = if fitted.labels().pos.class { 1.0 } else { -1.0 };
+    Ok((fitted.params().mapv(|w| sign * w), sign * fitted.intercept()))
+}
+
+#[inline]
+pub fn sigmoid(z: f64) -> f64 {
+    1.0 / (1.0 + (-z).exp())
+}
