@@ -57,9 +57,7 @@ pub fn run(args: &TrainArgs) -> Result<TrainReport, TrainCommandError> {
         path: args.policy.clone(),
         errors: e.to_string(),
     })?;
-    let threshold = args
-        .threshold
-        .unwrap_or(policy.adaptive.anomaly.threshold);
+    let threshold = args.threshold.unwrap_or(policy.adaptive.anomaly.threshold);
     if !(0.0..=1.0).contains(&threshold) {
         return Err(TrainCommandError::Threshold);
     }
@@ -73,12 +71,13 @@ pub fn run(args: &TrainArgs) -> Result<TrainReport, TrainCommandError> {
         size,
         "reading  [{bar:40}] {bytes}/{total_bytes} {elapsed_precise}",
     );
-    let mut traffic = read_jsonl(BufReader::new(file), |b| reading.set_position(b)).map_err(
-        |source| TrainCommandError::Read {
-            path: args.data.clone(),
-            source,
-        },
-    )?;
+    let mut traffic =
+        read_jsonl(BufReader::new(file), |b| reading.set_position(b)).map_err(|source| {
+            TrainCommandError::Read {
+                path: args.data.clone(),
+                source,
+            }
+        })?;
     reading.finish();
     if traffic.skipped > 0 {
         eprintln!("skipped {} unparsable lines:", traffic.skipped);

@@ -131,7 +131,12 @@ pub fn roc_auc(scores: &[f64], abuse: &[bool]) -> f64 {
     (rank_sum - p * (p + 1.0) / 2.0) / (p * negatives as f64)
 }
 
-fn subject_counts(scores: &[f64], abuse: &[bool], subjects: &[u32], threshold: f64) -> SubjectCounts {
+fn subject_counts(
+    scores: &[f64],
+    abuse: &[bool],
+    subjects: &[u32],
+    threshold: f64,
+) -> SubjectCounts {
     // subject -> (abusive, flagged)
     let mut seen: hashbrown::HashMap<u32, (bool, bool)> = hashbrown::HashMap::new();
     for i in 0..scores.len() {

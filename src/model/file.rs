@@ -5,7 +5,7 @@
 //! { "format": "ratewarden-abuse-model", "format_version": "1", "version": "logistic-3f2a9c1b",
 //!   "kind": "logistic", "features": ["requests_per_second", ...],
 //!   "preprocessing": { "transforms": [...], "mean": [...], "scale": [...] },
-//!   "parameters": { "weights": [...], "intercept": -4.2 },
+//!   "parameters": { "weights": [...], "interactions": [...], "intercept": -4.2 },
 //!   "training": { ... }, "evaluation": { "precision": 0.99, ... } }
 //! ```
 //! A `gmm` model's parameters are `{ "components": [{ "weight", "mean", "precision" }],
@@ -13,7 +13,7 @@
 //! `null` (what a NaN becomes in JSON) is refused by name rather than as a type error.
 
 use super::evaluate::Evaluation;
-use super::logistic::Logistic;
+use super::logistic::{Logistic, PAIRS};
 use super::mixture::{Component, Mixture};
 use super::scaler::{Scaler, Transform};
 use super::{Model, ModelKind, Scorer, Training};
@@ -97,6 +97,8 @@ struct RawPreprocessing {
 #[serde(deny_unknown_fields)]
 struct RawLogistic {
     weights: Vec<Option<f64>>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    interactions: Vec<Option<f64>>,
     intercept: Option<f64>,
 }
 
@@ -122,7 +124,9 @@ pub fn parse(text: &str) -> Result<Model, Problem> {
     if format != FORMAT {
         return Err(Problem::Format(format));
     }
-    let format_version = raw.format_version.ok_or(Problem::Missing("format_version"))?;
+    let format_version = raw
+        .format_version
+        .ok_or(Problem::Missing("format_version"))?;
     if format_version != FORMAT_VERSION {
         return Err(Problem::FormatVersion(format_version));
     }
@@ -162,6 +166,7 @@ pub fn render(model: &Model) -> String {
     let parameters = match &model.scorer {
         Scorer::Logistic(l) => serde_json::to_value(RawLogistic {
             weights: l.weights.iter().map(|w| Some(*w)).collect(),
+            interactions: l.interactions.iter().map(|w| Some(*w)).collect(),
             intercept: Some(l.intercept),
         }),
         Scorer::Mixture(m) => serde_json::to_value(RawMixture {
@@ -242,7 +247,10 @@ fn preprocessing(raw: RawPreprocessing) -> Result<Scaler, Problem> {
     let mean = numbers("preprocessing.mean", &raw.mean)?;
     let scale = numbers("preprocessing.scale", &raw.scale)?;
     if let Some(i) = scale.iter().position(|s| *s <= 0.0) {
-        return Err(field(&format!("preprocessing.scale[{i}]"), "must be positive"));
+        return Err(field(
+            &format!("preprocessing.scale[{i}]"),
+            "must be positive",
+        ));
     }
     Ok(Scaler {
         transforms,
@@ -260,8 +268,14 @@ fn parameters<T: serde::de::DeserializeOwned>(value: serde_json::Value) -> Resul
 
 fn logistic(value: serde_json::Value) -> Result<Logistic, Problem> {
     let raw: RawLogistic = parameters(value)?;
+    let interactions = if raw.interactions.is_empty() {
+        Vec::new()
+    } else {
+        numbers::<PAIRS>("parameters.interactions", &raw.interactions)?.to_vec()
+    };
     Ok(Logistic {
         weights: numbers("parameters.weights", &raw.weights)?,
+        interactions,
         intercept: finite(|| "parameters.intercept".into(), raw.intercept)?,
     })
 }
@@ -284,9 +298,8 @@ fn mixture(value: serde_json::Value) -> Result<Mixture, Problem> {
         for (i, row) in c.precision.iter().enumerate() {
             precision[i] = numbers(&format!("{at}.precision[{i}]"), row)?;
         }
-        components.push(
-            Component::new(weight, mean, precision).map_err(|problem| field(&at, &problem))?,
-        );
+        components
+            .push(Component::new(weight, mean, precision).map_err(|problem| field(&at, &problem))?);
     }
     let quantiles = raw
         .log_likelihood_quantiles

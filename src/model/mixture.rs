@@ -44,13 +44,14 @@ impl Component {
         if !(weight > 0.0 && weight <= 1.0) {
             return Err("weight must be in (0, 1]".into());
         }
-        for i in 0..D {
-            for j in 0..i {
+        let asymmetric = (0..D).any(|i| {
+            (0..i).any(|j| {
                 let (a, b) = (precision[i][j], precision[j][i]);
-                if (a - b).abs() > 1e-9 * a.abs().max(b.abs()).max(1.0) {
-                    return Err("precision is not symmetric".into());
-                }
-            }
+                (a - b).abs() > 1e-9 * a.abs().max(b.abs()).max(1.0)
+            })
+        });
+        if asymmetric {
+            return Err("precision is not symmetric".into());
         }
         let matrix = Array2::from_shape_fn((D, D), |(i, j)| precision[i][j]);
         let lower = matrix
@@ -58,8 +59,7 @@ impl Component {
             .map_err(|_| "precision is not positive definite".to_string())?;
         let chol: [[f64; D]; D] = std::array::from_fn(|i| std::array::from_fn(|j| lower[[i, j]]));
         let log_det_l: f64 = (0..D).map(|i| chol[i][i].ln()).sum();
-        let log_norm =
-            weight.ln() - 0.5 * D as f64 * (2.0 * std::f64::consts::PI).ln() + log_det_l;
+        let log_norm = weight.ln() - 0.5 * D as f64 * (2.0 * std::f64::consts::PI).ln() + log_det_l;
         if !log_norm.is_finite() {
             return Err("precision is degenerate".into());
         }
@@ -79,10 +79,7 @@ impl Component {
         // ‖Lᵀ(x − μ)‖²; L is lower triangular.
         let mut q = 0.0;
         for j in 0..D {
-            let mut y = 0.0;
-            for i in j..D {
-                y += self.chol[i][j] * diff[i];
-            }
+            let y: f64 = (j..D).map(|i| self.chol[i][j] * diff[i]).sum();
             q += y * y;
         }
         self.log_norm - 0.5 * q
@@ -100,7 +97,9 @@ impl Mixture {
     /// Refused unless there is a component and the quantiles are finite and ascending.
     pub fn new(components: Vec<Component>, quantiles: Vec<f64>) -> Result<Self, String> {
         if components.is_empty() || components.len() > MAX_COMPONENTS {
-            return Err(format!("components must hold 1 to {MAX_COMPONENTS} components"));
+            return Err(format!(
+                "components must hold 1 to {MAX_COMPONENTS} components"
+            ));
         }
         if quantiles.len() < 2 {
             return Err("log_likelihood_quantiles needs at least 2 values".into());

@@ -170,7 +170,11 @@ impl Model {
             Scorer::Logistic(l) => l.probability(&x),
             Scorer::Mixture(m) => m.score(&x),
         };
-        if score.is_nan() { 0.0 } else { score.clamp(0.0, 1.0) }
+        if score.is_nan() {
+            0.0
+        } else {
+            score.clamp(0.0, 1.0)
+        }
     }
 
     /// Scores many subjects (a control cycle's worth), in order.

@@ -101,7 +101,11 @@ pub async fn feature_samples(
     let first = records.first().map_or(0, |r| at_micros(r.ts));
     let clock = ManualClock::starting_at(first);
     let store = MemoryStore::new(Arc::new(clock.clone()), 50_000_000);
-    let engine = Engine::new(policy, store, SubjectHasher::from_secret("ratewarden train"));
+    let engine = Engine::new(
+        policy,
+        store,
+        SubjectHasher::from_secret("ratewarden train"),
+    );
     let recorder = Recorder::new(usize::MAX);
     let mut window = ActivityWindow::new(options.window);
     let mut ids: HashMap<KeyHash, u32> = HashMap::new();
@@ -120,6 +124,7 @@ pub async fn feature_samples(
         window.expire(at);
         cycles += 1;
         if cycles % cycles_per_sample == 0 {
+            let from = out.samples.len();
             for (subject, activity) in window.totals(at) {
                 if activity.counters.requests < options.min_requests {
                     continue;
@@ -132,6 +137,8 @@ pub async fn feature_samples(
                     });
                 }
             }
+            // The window is a hash map: its order changes from run to run; training must not.
+            out.samples[from..].sort_by_key(|s| s.subject);
         }
     };
 

@@ -52,15 +52,14 @@ impl Scaler {
         let mut mean = [0.0; FEATURE_COUNT];
         let mut sum_sq = [0.0; FEATURE_COUNT];
         for row in rows {
-            let x = transformed(&transforms, row);
-            for j in 0..FEATURE_COUNT {
-                mean[j] += x[j] / n;
+            for (m, v) in mean.iter_mut().zip(transformed(&transforms, row)) {
+                *m += v / n;
             }
         }
         for row in rows {
             let x = transformed(&transforms, row);
-            for j in 0..FEATURE_COUNT {
-                sum_sq[j] += (x[j] - mean[j]).powi(2);
+            for ((s, v), m) in sum_sq.iter_mut().zip(x).zip(mean) {
+                *s += (v - m).powi(2);
             }
         }
         let scale = sum_sq.map(|s| {
@@ -78,15 +77,18 @@ impl Scaler {
     #[inline]
     pub fn apply(&self, features: &Features) -> [f64; FEATURE_COUNT] {
         let mut x = transformed(&self.transforms, features);
-        for j in 0..FEATURE_COUNT {
-            x[j] = (x[j] - self.mean[j]) / self.scale[j];
+        for ((v, mean), scale) in x.iter_mut().zip(&self.mean).zip(&self.scale) {
+            *v = (*v - mean) / scale;
         }
         x
     }
 }
 
 #[inline]
-fn transformed(transforms: &[Transform; FEATURE_COUNT], features: &Features) -> [f64; FEATURE_COUNT] {
+fn transformed(
+    transforms: &[Transform; FEATURE_COUNT],
+    features: &Features,
+) -> [f64; FEATURE_COUNT] {
     let raw = features.to_array();
     std::array::from_fn(|j| {
         let x = if raw[j].is_finite() { raw[j] } else { 0.0 };

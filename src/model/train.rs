@@ -167,9 +167,8 @@ pub fn train(samples: &Samples, options: &TrainOptions) -> Result<TrainReport, T
             if !samples.labelled {
                 return Err(TrainError::Unlabelled);
             }
-            let has_both = |rows: &[&Sample]| {
-                rows.iter().any(|s| s.abuse) && rows.iter().any(|s| !s.abuse)
-            };
+            let has_both =
+                |rows: &[&Sample]| rows.iter().any(|s| s.abuse) && rows.iter().any(|s| !s.abuse);
             if !has_both(&fit) || !has_both(&calibrate) {
                 return Err(TrainError::OneClass);
             }
@@ -185,7 +184,12 @@ pub fn train(samples: &Samples, options: &TrainOptions) -> Result<TrainReport, T
                 training(options, 0, 0),
             );
             let fitted_on = fit.len() + calibrate.len();
-            (scaler, Scorer::Logistic(calibrated), Some(uncalibrated), fitted_on)
+            (
+                scaler,
+                Scorer::Logistic(calibrated),
+                Some(uncalibrated),
+                fitted_on,
+            )
         }
         ModelKind::Gmm => {
             if options.components == 0 || options.components > MAX_COMPONENTS {
@@ -202,11 +206,7 @@ pub fn train(samples: &Samples, options: &TrainOptions) -> Result<TrainReport, T
         }
     };
     let fit_subjects = split[0] + split[1];
-    let mut model = Model::new(
-        scaler,
-        scorer,
-        training(options, fit_subjects, fitted_on),
-    );
+    let mut model = Model::new(scaler, scorer, training(options, fit_subjects, fitted_on));
     let measure = |m: &Model| {
         let scores = m.score_many(&features(&held_out));
         let subjects: Vec<u32> = held_out.iter().map(|s| s.subject).collect();

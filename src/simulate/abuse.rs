@@ -19,7 +19,11 @@ fn campaign(s: &mut Script, min_len: f64, max_len: f64) -> (f64, f64) {
 /// 0.3 a second, 5 to 50 proxies, 70 to 95 % 401 (a list with many valid pairs).
 pub fn credential_stuffing(s: &mut Script, stealthy: bool) {
     let (rate, pool, failures) = if stealthy {
-        (s.uniform(0.05, 0.3), s.uniform(5.0, 50.0), s.uniform(0.7, 0.95))
+        (
+            s.uniform(0.05, 0.3),
+            s.uniform(5.0, 50.0),
+            s.uniform(0.7, 0.95),
+        )
     } else {
         (s.uniform(0.3, 2.0), s.uniform(50.0, 2000.0), 0.96)
     };

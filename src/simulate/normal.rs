@@ -9,15 +9,15 @@ pub const PRODUCTS: u64 = 20_000;
 
 /// Browsing sessions: a login, then pages separated by heavy-tailed think times (log-normal,
 /// median 10 s, sigma 1.3, at most 10 min), some pages fetching one or two API calls right
-/// after. 1 to 3 sessions of about 25 pages. 15 % of users hit dead links (5-30 % 404), 10 %
-/// mistype their password 1-4 times per login, 30 % get an SMS code at login. `addresses`
+/// after. 1 to 3 sessions of about 25 pages. 15 % of users hit dead links (4-15 % 404), 10 %
+/// mistype their password 1-3 times per login, 30 % get an SMS code at login. `addresses`
 /// are the user's (one or two at home; a NAT pool shared with other users behind
 /// carrier-grade NAT, where a new connection may take another address).
 pub fn browse(s: &mut Script, addresses: &[String]) {
     let sessions = 1 + usize::from(s.chance(0.5)) + usize::from(s.chance(0.2));
     // Some users follow many dead links, some forget their password, some use SMS 2FA.
     let not_found = if s.chance(0.15) {
-        s.uniform(0.05, 0.3)
+        s.uniform(0.04, 0.15)
     } else {
         0.02
     };
@@ -27,7 +27,7 @@ pub fn browse(s: &mut Script, addresses: &[String]) {
         let mut t = s.uniform(-300.0, s.duration);
         let mut ip = s.pick(addresses).to_string();
         let failures = if forgetful {
-            s.uniform(1.0, 5.0) as usize
+            s.uniform(1.0, 4.0) as usize
         } else {
             usize::from(s.chance(0.04))
         };

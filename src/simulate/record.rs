@@ -35,10 +35,7 @@ pub struct TrafficRecord {
 #[derive(Debug, thiserror::Error)]
 pub enum ReadError {
     #[error("reading line {line}: {source}")]
-    Io {
-        line: usize,
-        source: std::io::Error,
-    },
+    Io { line: usize, source: std::io::Error },
     #[error("no parsable line ({bad} unparsable; first at line {first_bad}: {example})")]
     Empty {
         bad: usize,
