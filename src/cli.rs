@@ -1,8 +1,12 @@
-//! The command line: `serve` and `check-policy`. Every flag also reads `RATEWARDEN_<FLAG>`.
+//! The command line: `serve`, `check-policy`, `simulate` and `train`. Every `serve` flag (and
+//! `--policy` anywhere) also reads `RATEWARDEN_<FLAG>`.
 
+use crate::model::ModelKind;
+use crate::policy::parse_duration;
 use clap::{Parser, Subcommand};
 use std::net::SocketAddr;
 use std::path::PathBuf;
+use std::time::Duration;
 
 #[derive(Debug, Parser)]
 #[command(
@@ -36,5 +40,47 @@ pub enum Command {
     CheckPolicy {
         /// The policy file.
         file: PathBuf,
+    },
+    /// Write labelled synthetic traffic (replay.md's jsonl) to train and test the abuse model.
+    Simulate {
+        /// The jsonl file to write.
+        #[arg(long)]
+        out: PathBuf,
+        /// The same seed writes the same traffic.
+        #[arg(long, default_value_t = 1)]
+        seed: u64,
+        /// Simulated time span.
+        #[arg(long, default_value = "1h", value_parser = parse_duration)]
+        duration: Duration,
+        /// Simulated subjects (users), 10 % of them abusive.
+        #[arg(long, default_value_t = 2000)]
+        subjects: usize,
+    },
+    /// Train the abuse model on jsonl traffic; print precision, recall and ROC AUC on
+    /// held-out subjects.
+    Train {
+        /// Labelled (for `logistic`) or unlabelled jsonl traffic.
+        #[arg(long)]
+        data: PathBuf,
+        /// `logistic` (supervised) or `gmm` (unsupervised Gaussian mixture).
+        #[arg(long, default_value = "logistic")]
+        kind: ModelKind,
+        /// Where to write the model.
+        #[arg(long, default_value = "models/abuse.json")]
+        out: PathBuf,
+        /// The policy whose limits decide the requests and whose `adaptive` settings sample
+        /// the features.
+        #[arg(long, env = "RATEWARDEN_POLICY", default_value = "ratewarden.yaml")]
+        policy: PathBuf,
+        /// Seed of the subject split (and of the mixture's subsample).
+        #[arg(long, default_value_t = 1)]
+        seed: u64,
+        /// Threshold of the reported precision and recall [default: the policy's
+        /// `anomaly.threshold`].
+        #[arg(long)]
+        threshold: Option<f64>,
+        /// Gaussians in a `gmm` model.
+        #[arg(long, default_value_t = 4)]
+        components: usize,
     },
 }

@@ -11,12 +11,13 @@
 //!   into a [`engine::Decision`].
 //! - [`features`]: per-subject access features (rates and ratios over the anomaly window).
 //! - [`control`]: the control loop: load factor, features, abuse scores, standings.
-//! - [`model`]: the abuse model (linfa): training, the model file, scoring.
+//! - [`model`]: the abuse model (linfa): features in, abuse score in [0, 1] out; training.
+//! - [`simulate`]: labelled synthetic traffic to train and test the model on.
 //! - [`http`]: the HTTP adapter (axum): requests in, decisions out.
 //! - [`metrics`]: the one Prometheus `Metrics` struct, passed down to whoever records.
 //! - [`reload`]: policy hot reload (SIGHUP, file changes, admin API).
 //! - [`daemon`]: `ratewarden serve`: wiring, background tasks, graceful shutdown.
-//! - [`cli`]: the command line (`serve`, `check-policy`).
+//! - [`cli`]: the command line (`serve`, `check-policy`, `simulate`, `train`).
 
 pub mod algorithm;
 pub mod cli;
@@ -30,4 +31,5 @@ pub mod metrics;
 pub mod model;
 pub mod policy;
 pub mod reload;
+pub mod simulate;
 pub mod store;

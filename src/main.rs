@@ -4,7 +4,9 @@ use anyhow::Context;
 use clap::Parser;
 use ratewarden::cli::{Cli, Command};
 use ratewarden::daemon::{self, ServeConfig};
+use ratewarden::model::command::{self as train, TrainArgs};
 use ratewarden::policy::Policy;
+use ratewarden::simulate::{self, SimulateConfig};
 use std::process::ExitCode;
 
 fn main() -> ExitCode {
@@ -40,6 +42,46 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
                 hash_key,
                 admin_token,
             }))?;
+            Ok(ExitCode::SUCCESS)
+        }
+        Command::Simulate {
+            out,
+            seed,
+            duration,
+            subjects,
+        } => {
+            let config = SimulateConfig {
+                seed,
+                duration,
+                subjects,
+                ..SimulateConfig::default()
+            };
+            let written = simulate::write_file(&config, &out)
+                .with_context(|| format!("writing {}", out.display()))?;
+            println!(
+                "wrote {written} requests from {subjects} subjects over {duration:?} (seed {seed}) to {}",
+                out.display()
+            );
+            Ok(ExitCode::SUCCESS)
+        }
+        Command::Train {
+            data,
+            kind,
+            out,
+            policy,
+            seed,
+            threshold,
+            components,
+        } => {
+            train::run(&TrainArgs {
+                data,
+                kind,
+                out,
+                policy,
+                seed,
+                threshold,
+                components,
+            })?;
             Ok(ExitCode::SUCCESS)
         }
         Command::CheckPolicy { file } => match Policy::load(&file) {

@@ -46,10 +46,10 @@ impl ModelSlot {
                 self.metrics.model_info.reset();
                 self.metrics
                     .model_info
-                    .with_label_values(&[model.version(), model.kind()])
+                    .with_label_values(&[model.version(), model.kind().label()])
                     .set(1);
                 self.count("success");
-                tracing::info!(path = %path.display(), kind = model.kind(), version = model.version(), "model loaded");
+                tracing::info!(path = %path.display(), kind = model.kind().label(), version = model.version(), "model loaded");
                 self.current.store(Some(Arc::new(model)));
                 Ok(())
             }

@@ -1,0 +1,205 @@
+//! `ratewarden train`: read traffic, replay it into feature samples, fit, print the held-out
+//! metrics, write the model. Progress goes to stderr (indicatif), results to stdout.
+
+use super::evaluate::Evaluation;
+use super::samples::{DEFAULT_EVERY, SampleOptions, feature_samples};
+use super::train::{TrainError, TrainOptions, TrainReport, train};
+use super::{ModelError, ModelKind};
+use crate::policy::Policy;
+use crate::simulate::{ReadError, read_jsonl};
+use indicatif::{ProgressBar, ProgressStyle};
+use std::io::BufReader;
+use std::path::PathBuf;
+use std::time::Duration;
+
+#[derive(Debug, Clone)]
+pub struct TrainArgs {
+    pub data: PathBuf,
+    pub kind: ModelKind,
+    pub out: PathBuf,
+    pub policy: PathBuf,
+    pub seed: u64,
+    pub threshold: Option<f64>,
+    pub components: usize,
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum TrainCommandError {
+    #[error("policy {path}:\n{errors}")]
+    Policy { path: PathBuf, errors: String },
+    #[error("cannot open {path}: {source}")]
+    Open {
+        path: PathBuf,
+        source: std::io::Error,
+    },
+    #[error("{path}: {source}")]
+    Read { path: PathBuf, source: ReadError },
+    #[error("--threshold must be between 0 and 1")]
+    Threshold,
+    #[error("starting the runtime: {0}")]
+    Runtime(std::io::Error),
+    #[error(transparent)]
+    Train(#[from] TrainError),
+    #[error(transparent)]
+    Save(#[from] ModelError),
+}
+
+fn bar(len: u64, template: &str) -> ProgressBar {
+    let bar = ProgressBar::new(len);
+    if let Ok(style) = ProgressStyle::with_template(template) {
+        bar.set_style(style.progress_chars("=> "));
+    }
+    bar
+}
+
+pub fn run(args: &TrainArgs) -> Result<TrainReport, TrainCommandError> {
+    let policy = Policy::load(&args.policy).map_err(|e| TrainCommandError::Policy {
+        path: args.policy.clone(),
+        errors: e.to_string(),
+    })?;
+    let threshold = args.threshold.unwrap_or(policy.adaptive.anomaly.threshold);
+    if !(0.0..=1.0).contains(&threshold) {
+        return Err(TrainCommandError::Threshold);
+    }
+    let open_error = |source| TrainCommandError::Open {
+        path: args.data.clone(),
+        source,
+    };
+    let file = std::fs::File::open(&args.data).map_err(open_error)?;
+    let size = file.metadata().map(|m| m.len()).unwrap_or(0);
+    let reading = bar(
+        size,
+        "reading  [{bar:40}] {bytes}/{total_bytes} {elapsed_precise}",
+    );
+    let mut traffic =
+        read_jsonl(BufReader::new(file), |b| reading.set_position(b)).map_err(|source| {
+            TrainCommandError::Read {
+                path: args.data.clone(),
+                source,
+            }
+        })?;
+    reading.finish();
+    if traffic.skipped > 0 {
+        eprintln!("skipped {} unparsable lines:", traffic.skipped);
+        for (line, problem) in &traffic.examples {
+            eprintln!("  line {line}: {problem}");
+        }
+    }
+    traffic.records.sort_by(|a, b| a.ts.total_cmp(&b.ts));
+
+    let options = SampleOptions::from_policy(&policy, DEFAULT_EVERY);
+    let replaying = bar(
+        traffic.records.len() as u64,
+        "replaying [{bar:40}] {pos}/{len} requests {elapsed_precise}",
+    );
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .build()
+        .map_err(TrainCommandError::Runtime)?;
+    let samples = runtime.block_on(feature_samples(
+        policy,
+        &traffic.records,
+        &options,
+        |done| replaying.set_position(done),
+    ));
+    replaying.finish();
+    println!(
+        "data: {} requests ({:.1} % denied by the policy) from {} subjects; {} undecidable",
+        samples.requests,
+        100.0 * samples.denied as f64 / samples.requests.max(1) as f64,
+        samples.subjects.len(),
+        samples.undecidable,
+    );
+    println!(
+        "samples: {} ({})",
+        samples.samples.len(),
+        options.describe()
+    );
+
+    let fitting = ProgressBar::new_spinner();
+    fitting.set_message(format!("fitting {} with linfa", args.kind));
+    fitting.enable_steady_tick(Duration::from_millis(120));
+    let report = train(
+        &samples,
+        &TrainOptions {
+            kind: args.kind,
+            seed: args.seed,
+            threshold,
+            components: args.components,
+            data: args
+                .data
+                .file_name()
+                .map_or_else(String::new, |n| n.to_string_lossy().into_owned()),
+            sampling: options.describe(),
+        },
+    )?;
+    fitting.finish_and_clear();
+    print_report(&report);
+    report.model.save(&args.out)?;
+    println!(
+        "wrote {} ({} model, version {})",
+        args.out.display(),
+        report.model.kind(),
+        report.model.version()
+    );
+    Ok(report)
+}
+
+fn print_report(report: &TrainReport) {
+    let [fit, calibrate, held_out] = report.split;
+    println!(
+        "split by subject (seed {}): {fit} fit, {calibrate} calibrate, {held_out} held out",
+        report.model.training().map_or(0, |t| t.seed)
+    );
+    let e = &report.held_out;
+    println!(
+        "held out: {} samples ({} abuse) from {} subjects",
+        e.samples,
+        e.abuse_samples,
+        e.subjects.normal + e.subjects.abuse
+    );
+    println!(
+        "  threshold {:.2}: precision {:.4}  recall {:.4}  false positive rate {:.5}",
+        e.threshold, e.precision, e.recall, e.false_positive_rate
+    );
+    println!("  ROC AUC {:.4}", e.roc_auc);
+    println!(
+        "  subjects flagged: {}/{} abusive, {}/{} normal",
+        e.subjects.abuse_flagged, e.subjects.abuse, e.subjects.normal_flagged, e.subjects.normal
+    );
+    match &report.uncalibrated {
+        Some(before) => println!(
+            "  calibration (Platt): expected calibration error {:.4} (before {:.4}), Brier {:.4}",
+            e.expected_calibration_error, before.expected_calibration_error, e.brier
+        ),
+        None => println!(
+            "  score = share of training traffic more typical; expected calibration error \
+             (as a probability, not its meaning) {:.4}",
+            e.expected_calibration_error
+        ),
+    }
+    print_bins(e);
+    if !report.archetypes.is_empty() {
+        println!("  archetype            label   subjects flagged   samples flagged");
+        for a in &report.archetypes {
+            println!(
+                "  {:<20} {:<7} {:>8} {:>7} {:>9} {:>7}",
+                a.archetype,
+                if a.abuse { "abuse" } else { "normal" },
+                a.subjects,
+                a.flagged,
+                a.samples,
+                a.samples_flagged
+            );
+        }
+    }
+}
+
+fn print_bins(e: &Evaluation) {
+    println!("  score bin    samples  mean score  abuse share");
+    for b in e.calibration.iter().filter(|b| b.samples > 0) {
+        println!(
+            "  {:.1}-{:.1} {:>11}  {:>10.3}  {:>11.3}",
+            b.from, b.to, b.samples, b.mean_score, b.abuse_share
+        );
+    }
+}

@@ -1,0 +1,311 @@
+//! The model file: JSON, parsed into a [`Model`] that cannot be invalid, or refused with a
+//! message naming the problem.
+//!
+//! ```json
+//! { "format": "ratewarden-abuse-model", "format_version": "1", "version": "logistic-3f2a9c1b",
+//!   "kind": "logistic", "features": ["requests_per_second", ...],
+//!   "preprocessing": { "transforms": [...], "mean": [...], "scale": [...] },
+//!   "parameters": { "weights": [...], "interactions": [...], "intercept": -4.2 },
+//!   "training": { ... }, "evaluation": { "precision": 0.99, ... } }
+//! ```
+//! A `gmm` model's parameters are `{ "components": [{ "weight", "mean", "precision" }],
+//! "log_likelihood_quantiles": [...] }`. Numbers are read as "maybe a number" so that a
+//! `null` (what a NaN becomes in JSON) is refused by name rather than as a type error.
+
+use super::evaluate::Evaluation;
+use super::logistic::{Logistic, PAIRS};
+use super::mixture::{Component, Mixture};
+use super::scaler::{Scaler, Transform};
+use super::{Model, ModelKind, Scorer, Training};
+use crate::features::{FEATURE_COUNT, FEATURE_NAMES};
+use serde::{Deserialize, Serialize};
+use std::path::PathBuf;
+
+pub const FORMAT: &str = "ratewarden-abuse-model";
+pub const FORMAT_VERSION: &str = "1";
+
+#[derive(Debug, thiserror::Error)]
+pub enum ModelError {
+    #[error("cannot read model file {path}: {source}")]
+    Read {
+        path: PathBuf,
+        source: std::io::Error,
+    },
+    #[error("cannot write model file {path}: {source}")]
+    Write {
+        path: PathBuf,
+        source: std::io::Error,
+    },
+    #[error("model file {path}: {problem}")]
+    Invalid { path: PathBuf, problem: Problem },
+}
+
+/// What is wrong with a model file's content.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum Problem {
+    #[error("not valid JSON: {0}")]
+    Json(String),
+    #[error("missing `{0}`")]
+    Missing(&'static str),
+    #[error("not a ratewarden abuse model (format is {0:?}, expected \"{FORMAT}\")")]
+    Format(String),
+    #[error("format_version {0:?} is not supported (this build reads \"{FORMAT_VERSION}\")")]
+    FormatVersion(String),
+    #[error("unknown kind {0:?} (this build knows \"logistic\" and \"gmm\")")]
+    UnknownKind(String),
+    #[error("features {found:?} do not match this build's {expected:?}")]
+    Features {
+        found: Vec<String>,
+        expected: Vec<String>,
+    },
+    #[error("{0} is not a finite number")]
+    NotFinite(String),
+    #[error("{field} has {found} values, expected {expected}")]
+    Length {
+        field: String,
+        found: usize,
+        expected: usize,
+    },
+    #[error("{field}: {problem}")]
+    Field { field: String, problem: String },
+}
+
+/// The file as written; numbers are `Option` so a `null` is named on reading.
+#[derive(Serialize, Deserialize)]
+struct RawModel {
+    format: Option<String>,
+    format_version: Option<String>,
+    version: Option<String>,
+    kind: Option<String>,
+    features: Option<Vec<String>>,
+    preprocessing: Option<RawPreprocessing>,
+    parameters: Option<serde_json::Value>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    training: Option<Training>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    evaluation: Option<Evaluation>,
+}
+
+#[derive(Serialize, Deserialize)]
+struct RawPreprocessing {
+    transforms: Vec<Transform>,
+    mean: Vec<Option<f64>>,
+    scale: Vec<Option<f64>>,
+}
+
+#[derive(Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawLogistic {
+    weights: Vec<Option<f64>>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    interactions: Vec<Option<f64>>,
+    intercept: Option<f64>,
+}
+
+#[derive(Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawMixture {
+    components: Vec<RawComponent>,
+    log_likelihood_quantiles: Vec<Option<f64>>,
+}
+
+#[derive(Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawComponent {
+    weight: Option<f64>,
+    mean: Vec<Option<f64>>,
+    precision: Vec<Vec<Option<f64>>>,
+}
+
+/// Parses a model file's text.
+pub fn parse(text: &str) -> Result<Model, Problem> {
+    let raw: RawModel = serde_json::from_str(text).map_err(|e| Problem::Json(e.to_string()))?;
+    let format = raw.format.ok_or(Problem::Missing("format"))?;
+    if format != FORMAT {
+        return Err(Problem::Format(format));
+    }
+    let format_version = raw
+        .format_version
+        .ok_or(Problem::Missing("format_version"))?;
+    if format_version != FORMAT_VERSION {
+        return Err(Problem::FormatVersion(format_version));
+    }
+    let version = raw.version.ok_or(Problem::Missing("version"))?;
+    if version.trim().is_empty() {
+        return Err(field("version", "must not be empty"));
+    }
+    let kind: ModelKind = raw
+        .kind
+        .ok_or(Problem::Missing("kind"))?
+        .parse()
+        .map_err(Problem::UnknownKind)?;
+    let features = raw.features.ok_or(Problem::Missing("features"))?;
+    if features != FEATURE_NAMES {
+        return Err(Problem::Features {
+            found: features,
+            expected: FEATURE_NAMES.iter().map(|s| s.to_string()).collect(),
+        });
+    }
+    let scaler = preprocessing(raw.preprocessing.ok_or(Problem::Missing("preprocessing"))?)?;
+    let parameters = raw.parameters.ok_or(Problem::Missing("parameters"))?;
+    let scorer = match kind {
+        ModelKind::Logistic => Scorer::Logistic(logistic(parameters)?),
+        ModelKind::Gmm => Scorer::Mixture(mixture(parameters)?),
+    };
+    Ok(Model {
+        version,
+        scaler,
+        scorer,
+        training: raw.training,
+        evaluation: raw.evaluation,
+    })
+}
+
+/// The file's text for a model (pretty-printed: it is committed and reviewed).
+pub fn render(model: &Model) -> String {
+    let parameters = match &model.scorer {
+        Scorer::Logistic(l) => serde_json::to_value(RawLogistic {
+            weights: l.weights.iter().map(|w| Some(*w)).collect(),
+            interactions: l.interactions.iter().map(|w| Some(*w)).collect(),
+            intercept: Some(l.intercept),
+        }),
+        Scorer::Mixture(m) => serde_json::to_value(RawMixture {
+            components: m
+                .components
+                .iter()
+                .map(|c| RawComponent {
+                    weight: Some(c.weight),
+                    mean: c.mean.iter().map(|v| Some(*v)).collect(),
+                    precision: c
+                        .precision
+                        .iter()
+                        .map(|r| r.iter().map(|v| Some(*v)).collect())
+                        .collect(),
+                })
+                .collect(),
+            log_likelihood_quantiles: m.quantiles.iter().map(|v| Some(*v)).collect(),
+        }),
+    }
+    .unwrap_or_default();
+    let raw = RawModel {
+        format: Some(FORMAT.into()),
+        format_version: Some(FORMAT_VERSION.into()),
+        version: Some(model.version.clone()),
+        kind: Some(model.kind().label().into()),
+        features: Some(FEATURE_NAMES.iter().map(|s| s.to_string()).collect()),
+        preprocessing: Some(RawPreprocessing {
+            transforms: model.scaler.transforms.to_vec(),
+            mean: model.scaler.mean.iter().map(|v| Some(*v)).collect(),
+            scale: model.scaler.scale.iter().map(|v| Some(*v)).collect(),
+        }),
+        parameters: Some(parameters),
+        training: model.training.clone(),
+        evaluation: model.evaluation.clone(),
+    };
+    let mut text = serde_json::to_string_pretty(&raw).unwrap_or_default();
+    text.push('\n');
+    text
+}
+
+fn field(name: &str, problem: &str) -> Problem {
+    Problem::Field {
+        field: name.into(),
+        problem: problem.into(),
+    }
+}
+
+fn finite(name: impl Fn() -> String, value: Option<f64>) -> Result<f64, Problem> {
+    value
+        .filter(|v| v.is_finite())
+        .ok_or_else(|| Problem::NotFinite(name()))
+}
+
+/// A list of exactly `N` finite numbers.
+fn numbers<const N: usize>(name: &str, values: &[Option<f64>]) -> Result<[f64; N], Problem> {
+    if values.len() != N {
+        return Err(Problem::Length {
+            field: name.into(),
+            found: values.len(),
+            expected: N,
+        });
+    }
+    let mut out = [0.0; N];
+    for (i, v) in values.iter().enumerate() {
+        out[i] = finite(|| format!("{name}[{i}]"), *v)?;
+    }
+    Ok(out)
+}
+
+fn preprocessing(raw: RawPreprocessing) -> Result<Scaler, Problem> {
+    let count = raw.transforms.len();
+    let transforms: [Transform; FEATURE_COUNT] =
+        raw.transforms.try_into().map_err(|_| Problem::Length {
+            field: "preprocessing.transforms".into(),
+            found: count,
+            expected: FEATURE_COUNT,
+        })?;
+    let mean = numbers("preprocessing.mean", &raw.mean)?;
+    let scale = numbers("preprocessing.scale", &raw.scale)?;
+    if let Some(i) = scale.iter().position(|s| *s <= 0.0) {
+        return Err(field(
+            &format!("preprocessing.scale[{i}]"),
+            "must be positive",
+        ));
+    }
+    Ok(Scaler {
+        transforms,
+        mean,
+        scale,
+    })
+}
+
+fn parameters<T: serde::de::DeserializeOwned>(value: serde_json::Value) -> Result<T, Problem> {
+    serde_json::from_value(value).map_err(|e| Problem::Field {
+        field: "parameters".into(),
+        problem: e.to_string(),
+    })
+}
+
+fn logistic(value: serde_json::Value) -> Result<Logistic, Problem> {
+    let raw: RawLogistic = parameters(value)?;
+    let interactions = if raw.interactions.is_empty() {
+        Vec::new()
+    } else {
+        numbers::<PAIRS>("parameters.interactions", &raw.interactions)?.to_vec()
+    };
+    Ok(Logistic {
+        weights: numbers("parameters.weights", &raw.weights)?,
+        interactions,
+        intercept: finite(|| "parameters.intercept".into(), raw.intercept)?,
+    })
+}
+
+fn mixture(value: serde_json::Value) -> Result<Mixture, Problem> {
+    let raw: RawMixture = parameters(value)?;
+    let mut components = Vec::with_capacity(raw.components.len());
+    for (k, c) in raw.components.iter().enumerate() {
+        let at = format!("parameters.components[{k}]");
+        let weight = finite(|| format!("{at}.weight"), c.weight)?;
+        let mean = numbers(&format!("{at}.mean"), &c.mean)?;
+        if c.precision.len() != FEATURE_COUNT {
+            return Err(Problem::Length {
+                field: format!("{at}.precision"),
+                found: c.precision.len(),
+                expected: FEATURE_COUNT,
+            });
+        }
+        let mut precision = [[0.0; FEATURE_COUNT]; FEATURE_COUNT];
+        for (i, row) in c.precision.iter().enumerate() {
+            precision[i] = numbers(&format!("{at}.precision[{i}]"), row)?;
+        }
+        components
+            .push(Component::new(weight, mean, precision).map_err(|problem| field(&at, &problem))?);
+    }
+    let quantiles = raw
+        .log_likelihood_quantiles
+        .iter()
+        .enumerate()
+        .map(|(i, v)| finite(|| format!("parameters.log_likelihood_quantiles[{i}]"), *v))
+        .collect::<Result<Vec<_>, _>>()?;
+    Mixture::new(components, quantiles).map_err(|problem| field("parameters", &problem))
+}

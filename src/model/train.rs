@@ -1,0 +1,236 @@
+//! Fitting a model on feature samples and measuring it on subjects it has not seen.
+//!
+//! Subjects (not samples: one subject's samples are alike) are shuffled with the seed and
+//! split, normal and abusive separately so each part holds both: 60 % fit the parameters,
+//! 20 % calibrate (Platt scaling for `logistic`; the `gmm` kind fits on these too, it needs
+//! no calibration), 20 % are held out and give the metrics stored in the model file.
+
+use super::evaluate::{Evaluation, evaluate};
+use super::logistic::Logistic;
+use super::mixture::{MAX_COMPONENTS, Mixture};
+use super::samples::{Sample, Samples};
+use super::scaler::{DEFAULT_TRANSFORMS, Scaler};
+use super::{Model, ModelKind, Scorer, Training};
+use crate::features::{FEATURE_COUNT, Features};
+use rand::SeedableRng;
+use rand::seq::SliceRandom;
+use rand_chacha::ChaCha8Rng;
+
+/// The most rows the mixture is fitted on (EM is the slow part); drawn evenly at random.
+const MAX_MIXTURE_ROWS: usize = 40_000;
+
+#[derive(Debug, thiserror::Error)]
+pub enum TrainError {
+    #[error("no feature samples: no subject reached min_requests in the window")]
+    NoSamples,
+    #[error("the logistic kind needs labelled traffic (a `label` on each line)")]
+    Unlabelled,
+    #[error("the logistic kind needs both normal and abusive subjects in the data")]
+    OneClass,
+    #[error("components must be 1 to {MAX_COMPONENTS}")]
+    Components,
+    #[error("logistic regression failed: {0}")]
+    Logistic(#[from] linfa_logistic::error::Error),
+    #[error("Gaussian mixture failed: {0}")]
+    Mixture(#[from] linfa_clustering::GmmError),
+    #[error("the fitted model is degenerate: {0}")]
+    Degenerate(String),
+}
+
+#[derive(Debug, Clone)]
+pub struct TrainOptions {
+    pub kind: ModelKind,
+    pub seed: u64,
+    /// The threshold the held-out precision and recall are measured at.
+    pub threshold: f64,
+    /// Gaussians in a `gmm` model.
+    pub components: usize,
+    /// The data file's name and how it was sampled (stored in the model).
+    pub data: String,
+    pub sampling: String,
+}
+
+/// A trained model and what was measured on the held-out subjects.
+#[derive(Debug)]
+pub struct TrainReport {
+    pub model: Model,
+    pub held_out: Evaluation,
+    /// The logistic kind before Platt scaling, on the same held-out subjects.
+    pub uncalibrated: Option<Evaluation>,
+    /// Subjects in the fit, calibration and held-out parts.
+    pub split: [usize; 3],
+    /// Held-out results per archetype (when the data names them).
+    pub archetypes: Vec<ArchetypeResult>,
+}
+
+/// How one archetype's held-out subjects scored.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ArchetypeResult {
+    pub archetype: String,
+    pub abuse: bool,
+    pub subjects: usize,
+    /// Subjects with a sample at or over the threshold.
+    pub flagged: usize,
+    pub samples: usize,
+    pub samples_flagged: usize,
+}
+
+/// Groups held-out samples by their subject's archetype.
+pub fn by_archetype(
+    samples: &Samples,
+    rows: &[&Sample],
+    scores: &[f64],
+    threshold: f64,
+) -> Vec<ArchetypeResult> {
+    let mut results: Vec<ArchetypeResult> = Vec::new();
+    let mut flagged_subjects = hashbrown::HashMap::<u32, bool>::new();
+    for (sample, score) in rows.iter().zip(scores) {
+        let subject = &samples.subjects[sample.subject as usize];
+        let Some(name) = &subject.archetype else {
+            continue;
+        };
+        let index = match results.iter().position(|r| &r.archetype == name) {
+            Some(i) => i,
+            None => {
+                results.push(ArchetypeResult {
+                    archetype: name.clone(),
+                    abuse: subject.abuse,
+                    subjects: 0,
+                    flagged: 0,
+                    samples: 0,
+                    samples_flagged: 0,
+                });
+                results.len() - 1
+            }
+        };
+        let hit = *score >= threshold;
+        let row = &mut results[index];
+        row.samples += 1;
+        row.samples_flagged += usize::from(hit);
+        match flagged_subjects.get_mut(&sample.subject) {
+            None => {
+                flagged_subjects.insert(sample.subject, hit);
+                row.subjects += 1;
+                row.flagged += usize::from(hit);
+            }
+            Some(flagged) if hit && !*flagged => {
+                *flagged = true;
+                row.flagged += 1;
+            }
+            Some(_) => {}
+        }
+    }
+    results.sort_by(|a, b| (a.abuse, &a.archetype).cmp(&(b.abuse, &b.archetype)));
+    results
+}
+
+/// Which part of the split each subject is in: 0 fit, 1 calibrate, 2 held out.
+fn split_subjects(samples: &Samples, seed: u64) -> Vec<u8> {
+    let mut rng = ChaCha8Rng::seed_from_u64(seed);
+    let mut part = vec![0u8; samples.subjects.len()];
+    for abusive in [false, true] {
+        let mut group: Vec<usize> = (0..samples.subjects.len())
+            .filter(|&i| samples.subjects[i].abuse == abusive)
+            .collect();
+        group.shuffle(&mut rng);
+        let n = group.len();
+        for (rank, &i) in group.iter().enumerate() {
+            part[i] = match rank * 10 / n.max(1) {
+                0..=5 => 0,
+                6 | 7 => 1,
+                _ => 2,
+            };
+        }
+    }
+    part
+}
+
+pub fn train(samples: &Samples, options: &TrainOptions) -> Result<TrainReport, TrainError> {
+    if samples.samples.is_empty() {
+        return Err(TrainError::NoSamples);
+    }
+    let part = split_subjects(samples, options.seed);
+    let in_part = |p: u8| -> Vec<&Sample> {
+        samples
+            .samples
+            .iter()
+            .filter(|s| part[s.subject as usize] == p)
+            .collect()
+    };
+    let (fit, calibrate, held_out) = (in_part(0), in_part(1), in_part(2));
+    let split = [0u8, 1, 2].map(|p| part.iter().filter(|&&x| x == p).count());
+    let features = |rows: &[&Sample]| rows.iter().map(|s| s.features).collect::<Vec<Features>>();
+    let labels = |rows: &[&Sample]| rows.iter().map(|s| s.abuse).collect::<Vec<bool>>();
+
+    let (scaler, scorer, uncalibrated, fitted_on) = match options.kind {
+        ModelKind::Logistic => {
+            if !samples.labelled {
+                return Err(TrainError::Unlabelled);
+            }
+            let has_both =
+                |rows: &[&Sample]| rows.iter().any(|s| s.abuse) && rows.iter().any(|s| !s.abuse);
+            if !has_both(&fit) || !has_both(&calibrate) {
+                return Err(TrainError::OneClass);
+            }
+            let scaler = Scaler::fit(DEFAULT_TRANSFORMS, &features(&fit));
+            let rows = |r: &[&Sample]| -> Vec<[f64; FEATURE_COUNT]> {
+                r.iter().map(|s| scaler.apply(&s.features)).collect()
+            };
+            let raw = Logistic::fit(&rows(&fit), &labels(&fit))?;
+            let calibrated = raw.calibrated(&rows(&calibrate), &labels(&calibrate))?;
+            let uncalibrated = Model::new(
+                scaler.clone(),
+                Scorer::Logistic(raw),
+                training(options, 0, 0),
+            );
+            let fitted_on = fit.len() + calibrate.len();
+            (
+                scaler,
+                Scorer::Logistic(calibrated),
+                Some(uncalibrated),
+                fitted_on,
+            )
+        }
+        ModelKind::Gmm => {
+            if options.components == 0 || options.components > MAX_COMPONENTS {
+                return Err(TrainError::Components);
+            }
+            let mut pool: Vec<&Sample> = fit.iter().chain(&calibrate).copied().collect();
+            let scaler = Scaler::fit(DEFAULT_TRANSFORMS, &features(&pool));
+            pool.shuffle(&mut ChaCha8Rng::seed_from_u64(options.seed));
+            pool.truncate(MAX_MIXTURE_ROWS);
+            let rows: Vec<[f64; FEATURE_COUNT]> =
+                pool.iter().map(|s| scaler.apply(&s.features)).collect();
+            let mixture = Mixture::fit(&rows, options.components)?;
+            (scaler, Scorer::Mixture(mixture), None, rows.len())
+        }
+    };
+    let fit_subjects = split[0] + split[1];
+    let mut model = Model::new(scaler, scorer, training(options, fit_subjects, fitted_on));
+    let measure = |m: &Model| {
+        let scores = m.score_many(&features(&held_out));
+        let subjects: Vec<u32> = held_out.iter().map(|s| s.subject).collect();
+        evaluate(&scores, &labels(&held_out), &subjects, options.threshold)
+    };
+    let held_out_eval = measure(&model);
+    model.set_evaluation(held_out_eval.clone());
+    let scores = model.score_many(&features(&held_out));
+    Ok(TrainReport {
+        uncalibrated: uncalibrated.as_ref().map(measure),
+        archetypes: by_archetype(samples, &held_out, &scores, options.threshold),
+        model,
+        held_out: held_out_eval,
+        split,
+    })
+}
+
+fn training(options: &TrainOptions, subjects: usize, rows: usize) -> Training {
+    Training {
+        data: options.data.clone(),
+        seed: options.seed,
+        subjects: subjects as u64,
+        samples: rows as u64,
+        sampling: options.sampling.clone(),
+        trained_by: format!("ratewarden {} train", env!("CARGO_PKG_VERSION")),
+    }
+}

@@ -1,0 +1,110 @@
+//! One line of labelled traffic in replay.md's jsonl format, written by `simulate` and read
+//! by `train`.
+
+use serde::{Deserialize, Serialize};
+use std::io::{BufRead, Write};
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Label {
+    Normal,
+    Abuse,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct TrafficRecord {
+    /// Seconds since the Unix epoch (millisecond precision when simulated).
+    pub ts: f64,
+    pub user: String,
+    pub endpoint: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ip: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tier: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub status: Option<u16>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cost: Option<u64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub label: Option<Label>,
+    /// The simulated behaviour that produced the line (not part of replay.md; ignored there).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub archetype: Option<String>,
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum ReadError {
+    #[error("reading line {line}: {source}")]
+    Io { line: usize, source: std::io::Error },
+    #[error("no parsable line ({bad} unparsable; first at line {first_bad}: {example})")]
+    Empty {
+        bad: usize,
+        first_bad: usize,
+        example: String,
+    },
+}
+
+/// What reading a traffic file found.
+#[derive(Debug, Default)]
+pub struct Traffic {
+    pub records: Vec<TrafficRecord>,
+    /// Lines that could not be parsed: how many, and the first few with their line numbers.
+    pub skipped: usize,
+    pub examples: Vec<(usize, String)>,
+}
+
+/// Reads jsonl traffic (numeric `ts`), skipping and counting unparsable lines; `progress`
+/// is told the bytes read so far.
+pub fn read_jsonl(
+    reader: impl BufRead,
+    mut progress: impl FnMut(u64),
+) -> Result<Traffic, ReadError> {
+    let mut traffic = Traffic::default();
+    let mut bytes = 0u64;
+    for (index, line) in reader.lines().enumerate() {
+        let line = line.map_err(|source| ReadError::Io {
+            line: index + 1,
+            source,
+        })?;
+        bytes += line.len() as u64 + 1;
+        if index % 4096 == 0 {
+            progress(bytes);
+        }
+        if line.trim().is_empty() {
+            continue;
+        }
+        match serde_json::from_str::<TrafficRecord>(&line) {
+            Ok(record) if record.ts.is_finite() => traffic.records.push(record),
+            Ok(_) => traffic.skip(index + 1, "ts is not a finite number".into()),
+            Err(e) => traffic.skip(index + 1, e.to_string()),
+        }
+    }
+    progress(bytes);
+    if traffic.records.is_empty() {
+        let (first_bad, example) = traffic.examples.first().cloned().unwrap_or_default();
+        return Err(ReadError::Empty {
+            bad: traffic.skipped,
+            first_bad,
+            example,
+        });
+    }
+    Ok(traffic)
+}
+
+impl Traffic {
+    fn skip(&mut self, line: usize, problem: String) {
+        self.skipped += 1;
+        if self.examples.len() < 3 {
+            self.examples.push((line, problem));
+        }
+    }
+}
+
+/// Writes records one JSON object a line.
+pub fn write_jsonl(mut out: impl Write, records: &[TrafficRecord]) -> std::io::Result<()> {
+    for record in records {
+        serde_json::to_writer(&mut out, record)?;
+        out.write_all(b"\n")?;
+    }
+    out.flush()
+}

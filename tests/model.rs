@@ -1,0 +1,312 @@
+//! The abuse model: file round trips, refused files, the shipped model against its model card
+//! on simulated traffic it has not seen, and the simulation itself.
+
+use ratewarden::features::Features;
+use ratewarden::model::samples::{DEFAULT_EVERY, SampleOptions, Samples, feature_samples};
+use ratewarden::model::train::{TrainOptions, train};
+use ratewarden::model::{Model, ModelKind, evaluate::evaluate};
+use ratewarden::policy::Policy;
+use ratewarden::simulate::{Label, MIX, SimulateConfig, TrafficRecord, simulate};
+use std::path::PathBuf;
+use std::sync::OnceLock;
+use std::time::Duration;
+
+/// What models/README.md (the model card) promises for the shipped model on fresh
+/// simulated traffic at the example policy's threshold.
+const CARD_THRESHOLD: f64 = 0.8;
+const CARD_PRECISION: f64 = 0.97;
+const CARD_RECALL: f64 = 0.90;
+const CARD_ROC_AUC: f64 = 0.99;
+
+/// A seed the shipped model was not trained on (it was trained on seed 1).
+const FRESH_SEED: u64 = 20_261_122;
+
+fn root() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+}
+
+fn example_policy() -> Policy {
+    Policy::load(&root().join("ratewarden.yaml")).expect("the example policy is valid")
+}
+
+fn samples_of(records: &[TrafficRecord]) -> Samples {
+    let policy = example_policy();
+    let options = SampleOptions::from_policy(&policy, DEFAULT_EVERY);
+    tokio::runtime::Builder::new_current_thread()
+        .build()
+        .expect("runtime")
+        .block_on(feature_samples(policy, records, &options, |_| {}))
+}
+
+fn small_run(seed: u64, subjects: usize, minutes: u64) -> Vec<TrafficRecord> {
+    simulate(&SimulateConfig {
+        seed,
+        subjects,
+        duration: Duration::from_secs(minutes * 60),
+        ..SimulateConfig::default()
+    })
+}
+
+/// Fresh traffic for the model card checks, simulated once for all tests.
+fn fresh() -> &'static Samples {
+    static FRESH: OnceLock<Samples> = OnceLock::new();
+    FRESH.get_or_init(|| samples_of(&small_run(FRESH_SEED, 600, 40)))
+}
+
+fn features(samples: &Samples) -> Vec<Features> {
+    samples.samples.iter().map(|s| s.features).collect()
+}
+
+fn shipped() -> Model {
+    Model::load(&root().join("models/abuse.json")).expect("the shipped model loads")
+}
+
+#[test]
+fn trained_models_round_trip_through_a_file_with_identical_scores() {
+    let samples = samples_of(&small_run(7, 300, 20));
+    let dir = tempfile::tempdir().expect("temp dir");
+    for kind in [ModelKind::Logistic, ModelKind::Gmm] {
+        let report = train(
+            &samples,
+            &TrainOptions {
+                kind,
+                seed: 3,
+                threshold: CARD_THRESHOLD,
+                components: 3,
+                data: "small.jsonl".into(),
+                sampling: "test".into(),
+            },
+        )
+        .expect("trains");
+        let path = dir.path().join(format!("{kind}.json"));
+        report.model.save(&path).expect("saves");
+        let loaded = Model::load(&path).expect("loads");
+        assert_eq!(loaded.kind(), kind);
+        assert_eq!(loaded.version(), report.model.version());
+        assert!(loaded.version().starts_with(&format!("{kind}-")));
+        assert_eq!(loaded.evaluation(), Some(&report.held_out));
+        let rows = features(&samples);
+        let before = report.model.score_many(&rows);
+        let after = loaded.score_many(&rows);
+        assert_eq!(before, after, "{kind}: scores differ after a round trip");
+        assert!(after.iter().all(|s| (0.0..=1.0).contains(s)));
+        // Saving the loaded model writes the same file.
+        assert_eq!(loaded.to_json(), report.model.to_json());
+    }
+}
+
+#[test]
+fn a_gmm_score_is_the_share_of_training_traffic_more_typical() {
+    let samples = samples_of(&small_run(11, 300, 20));
+    let report = train(
+        &samples,
+        &TrainOptions {
+            kind: ModelKind::Gmm,
+            seed: 5,
+            threshold: 0.9,
+            components: 3,
+            data: "small.jsonl".into(),
+            sampling: "test".into(),
+        },
+    )
+    .expect("trains");
+    let scores = report.model.score_many(&features(&samples));
+    for threshold in [0.5, 0.9] {
+        let share = scores.iter().filter(|s| **s >= threshold).count() as f64 / scores.len() as f64;
+        assert!(
+            (share - (1.0 - threshold)).abs() < 0.06,
+            "at {threshold}, {share:.3} of the traffic scores over"
+        );
+    }
+}
+
+#[test]
+fn corrupt_or_incompatible_model_files_are_refused_naming_the_problem() {
+    let cases = [
+        (
+            "truncated.json",
+            "not valid JSON: EOF while parsing a value at line 67 column 1",
+        ),
+        (
+            "nan_weight.json",
+            "parameters.weights[2] is not a finite number",
+        ),
+        (
+            "nan_literal.json",
+            "not valid JSON: expected value at line 64 column 18",
+        ),
+        (
+            "wrong_feature_order.json",
+            "features [\"requests_per_second\", \"endpoints_per_request\", \"ips_per_request\", \
+             \"client_error_ratio\", \"interarrival_cv\", \"denied_ratio\"] do not match this \
+             build's [\"requests_per_second\", \"endpoints_per_request\", \"ips_per_request\", \
+             \"client_error_ratio\", \"denied_ratio\", \"interarrival_cv\"]",
+        ),
+        (
+            "unknown_kind.json",
+            "unknown kind \"svm\" (this build knows \"logistic\" and \"gmm\")",
+        ),
+        (
+            "wrong_format.json",
+            "not a ratewarden abuse model (format is \"onnx\", expected \"ratewarden-abuse-model\")",
+        ),
+        (
+            "future_format_version.json",
+            "format_version \"2\" is not supported (this build reads \"1\")",
+        ),
+        (
+            "zero_scale.json",
+            "preprocessing.scale[1]: must be positive",
+        ),
+        (
+            "five_weights.json",
+            "parameters.weights has 5 values, expected 6",
+        ),
+        ("missing_parameters.json", "missing `parameters`"),
+        (
+            "gmm_precision_not_positive_definite.json",
+            "parameters.components[1]: precision is not positive definite",
+        ),
+        (
+            "gmm_quantiles_not_ascending.json",
+            "parameters: log_likelihood_quantiles is not ascending",
+        ),
+    ];
+    let dir = root().join("tests/fixtures/models");
+    for (file, problem) in cases {
+        let path = dir.join(file);
+        let error = Model::load(&path).expect_err(file);
+        assert_eq!(
+            error.to_string(),
+            format!("model file {}: {problem}", path.display()),
+            "{file}"
+        );
+    }
+}
+
+#[test]
+fn a_missing_model_file_is_refused() {
+    let path = root().join("tests/fixtures/models/no_such_model.json");
+    let error = Model::load(&path).expect_err("missing");
+    assert_eq!(
+        error.to_string(),
+        format!(
+            "cannot read model file {}: No such file or directory (os error 2)",
+            path.display()
+        )
+    );
+}
+
+#[test]
+fn a_gmm_file_loads_and_scores_in_the_unit_interval() {
+    let model = Model::load(&root().join("tests/fixtures/models/gmm_small.json")).expect("loads");
+    assert_eq!(model.kind(), ModelKind::Gmm);
+    let odd = [
+        Features::default(),
+        Features {
+            requests_per_second: f64::INFINITY,
+            endpoints_per_request: f64::NAN,
+            ips_per_request: 1e300,
+            client_error_ratio: -1.0,
+            denied_ratio: 1.0,
+            interarrival_cv: 10.0,
+        },
+    ];
+    for model in [model, shipped()] {
+        let scores = model.score_many(&odd);
+        assert!(scores.iter().all(|s| (0.0..=1.0).contains(s)), "{scores:?}");
+    }
+}
+
+#[test]
+fn the_shipped_model_meets_its_model_card_on_traffic_it_has_not_seen() {
+    let model = shipped();
+    assert_eq!(model.kind(), ModelKind::Logistic);
+    assert_ne!(model.training().map(|t| t.seed), Some(FRESH_SEED));
+    let samples = fresh();
+    let scores = model.score_many(&features(samples));
+    let abuse: Vec<bool> = samples.samples.iter().map(|s| s.abuse).collect();
+    let subjects: Vec<u32> = samples.samples.iter().map(|s| s.subject).collect();
+    let e = evaluate(&scores, &abuse, &subjects, CARD_THRESHOLD);
+    eprintln!(
+        "fresh traffic: {} samples ({} abuse): precision {:.4}, recall {:.4}, ROC AUC {:.4}, \
+         subjects flagged {}/{} abusive, {}/{} normal",
+        e.samples,
+        e.abuse_samples,
+        e.precision,
+        e.recall,
+        e.roc_auc,
+        e.subjects.abuse_flagged,
+        e.subjects.abuse,
+        e.subjects.normal_flagged,
+        e.subjects.normal
+    );
+    assert!(e.abuse_samples > 500, "too little abuse to measure");
+    assert!(e.precision >= CARD_PRECISION, "precision {}", e.precision);
+    assert!(e.recall >= CARD_RECALL, "recall {}", e.recall);
+    assert!(e.roc_auc >= CARD_ROC_AUC, "ROC AUC {}", e.roc_auc);
+    // The held-out figures stored in the file are the ones the card quotes.
+    let stored = model
+        .evaluation()
+        .expect("the shipped model has held-out metrics");
+    assert_eq!(stored.threshold, CARD_THRESHOLD);
+    assert!(stored.precision >= CARD_PRECISION && stored.recall >= CARD_RECALL);
+}
+
+#[test]
+fn pollers_nat_users_and_browsers_score_under_the_threshold() {
+    let model = shipped();
+    let samples = fresh();
+    for archetype in ["fast_poller", "nat_user", "mobile_poller", "browser"] {
+        let rows: Vec<Features> = samples
+            .samples
+            .iter()
+            .filter(|s| {
+                samples.subjects[s.subject as usize].archetype.as_deref() == Some(archetype)
+            })
+            .map(|s| s.features)
+            .collect();
+        assert!(rows.len() > 100, "{archetype}: only {} samples", rows.len());
+        let worst = model.score_many(&rows).into_iter().fold(0.0f64, f64::max);
+        assert!(
+            worst < CARD_THRESHOLD,
+            "{archetype}: a sample scores {worst:.3}"
+        );
+    }
+}
+
+#[test]
+fn simulate_is_deterministic_per_seed_and_labels_every_line() {
+    let a = small_run(42, 120, 10);
+    let b = small_run(42, 120, 10);
+    let c = small_run(43, 120, 10);
+    assert_eq!(a, b);
+    assert_ne!(a, c);
+    assert!(a.windows(2).all(|w| w[0].ts <= w[1].ts), "time order");
+    for (archetype, _) in MIX {
+        let lines: Vec<&TrafficRecord> = a
+            .iter()
+            .filter(|r| r.archetype.as_deref() == Some(archetype.name()))
+            .collect();
+        assert!(!lines.is_empty(), "{} missing", archetype.name());
+        assert!(lines.iter().all(|r| r.label == Some(archetype.label())));
+    }
+    assert!(a.iter().any(|r| r.label == Some(Label::Abuse)));
+}
+
+#[test]
+fn simulated_lines_are_replay_jsonl() {
+    let records = small_run(5, 20, 5);
+    let mut text = Vec::new();
+    ratewarden::simulate::write_jsonl(&mut text, &records).expect("writes");
+    let first = String::from_utf8_lossy(&text);
+    let line = first.lines().next().expect("a line");
+    let value: serde_json::Value = serde_json::from_str(line).expect("json");
+    for key in ["ts", "user", "endpoint", "ip", "tier", "status", "label"] {
+        assert!(value.get(key).is_some(), "{key} missing in {line}");
+    }
+    assert!(value["ts"].is_f64() || value["ts"].is_u64());
+    let read = ratewarden::simulate::read_jsonl(&text[..], |_| {}).expect("reads");
+    assert_eq!(read.records, records);
+    assert_eq!(read.skipped, 0);
+}
