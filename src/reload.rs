@@ -1,5 +1,8 @@
 //! Policy hot reload: on SIGHUP, on a change of the file, and on request (admin API).
 //!
+//! The envoyproxy/ratelimit folder (`envoy_config`, envoy.md) is part of the policy: it reloads
+//! with it, and a change of one of its files reloads the policy too.
+//!
 //! A file that fails validation is refused, logged with every error and counted
 //! (`ratewarden_config_reloads_total`); the old policy stays.
 
@@ -15,6 +18,8 @@ use tokio::sync::mpsc;
 #[derive(Clone)]
 pub struct Reloader {
     path: PathBuf,
+    /// `--envoy-config`, in place of the policy's `envoy_config`.
+    envoy_config: Option<PathBuf>,
     engine: Arc<Engine>,
     /// One reload at a time: two concurrent ones could otherwise install the older file last.
     serial: Arc<parking_lot::Mutex<()>>,
@@ -24,9 +29,16 @@ impl Reloader {
     pub fn new(path: PathBuf, engine: Arc<Engine>) -> Self {
         Self {
             path,
+            envoy_config: None,
             engine,
             serial: Arc::default(),
         }
+    }
+
+    /// Loads the envoyproxy/ratelimit folder `dir` (when set) in place of the policy's.
+    pub fn with_envoy_config(mut self, dir: Option<PathBuf>) -> Self {
+        self.envoy_config = dir;
+        self
     }
 
     pub fn path(&self) -> &Path {
@@ -44,7 +56,7 @@ impl Reloader {
     /// Reads, validates and swaps in the policy; on error the old one stays in force.
     pub fn reload(&self, trigger: &str) -> Result<(), PolicyErrors> {
         let _one_at_a_time = self.serial.lock();
-        match Policy::load(&self.path) {
+        match Policy::load_with_envoy(&self.path, self.envoy_config.as_deref()) {
             Ok(policy) => {
                 self.count("success");
                 if policy.store != self.engine.policy().store {
@@ -69,10 +81,11 @@ impl Reloader {
     pub fn spawn_watch(self) {
         let (tx, mut rx) = mpsc::channel::<&'static str>(16);
         let watcher = self.watch_file(tx.clone());
+        let envoy_watcher = self.watch_envoy_folder(tx.clone());
         #[cfg(unix)]
         spawn_sighup(tx);
         tokio::spawn(async move {
-            let _watcher = watcher;
+            let _watchers = (watcher, envoy_watcher);
             while let Some(trigger) = rx.recv().await {
                 // Editors write a file in several steps: let them finish, then read once.
                 tokio::time::sleep(Duration::from_millis(100)).await;
@@ -110,6 +123,35 @@ impl Reloader {
         watcher
             .watch(dir, RecursiveMode::NonRecursive)
             .map_err(|error| tracing::warn!(%error, "cannot watch the policy folder; reload with SIGHUP"))
+            .ok()?;
+        Some(watcher)
+    }
+}
+
+impl Reloader {
+    /// Watches the envoyproxy/ratelimit folder in force at start-up for YAML file changes.
+    fn watch_envoy_folder(
+        &self,
+        tx: mpsc::Sender<&'static str>,
+    ) -> Option<notify::RecommendedWatcher> {
+        let dir = self.engine.policy().envoy.as_ref()?.dir.clone();
+        let mut watcher =
+            notify::recommended_watcher(move |event: notify::Result<notify::Event>| {
+                let Ok(event) = event else { return };
+                let yaml = event.paths.iter().any(|p| {
+                    p.extension()
+                        .is_some_and(|e| e == "yaml" || e == "yml")
+                });
+                let changed = event.kind.is_modify() || event.kind.is_create() || event.kind.is_remove();
+                if yaml && changed {
+                    let _ = tx.try_send("envoy config change");
+                }
+            })
+            .map_err(|error| tracing::warn!(%error, "cannot watch the envoy config folder; reload with SIGHUP"))
+            .ok()?;
+        watcher
+            .watch(&dir, RecursiveMode::NonRecursive)
+            .map_err(|error| tracing::warn!(%error, "cannot watch the envoy config folder; reload with SIGHUP"))
             .ok()?;
         Some(watcher)
     }
