@@ -16,6 +16,9 @@ use std::time::Duration;
 
 pub use crate::reload::Reloader;
 
+/// How long calls in flight may take to finish once the daemon is told to stop.
+const SHUTDOWN_GRACE: Duration = Duration::from_secs(15);
+
 /// What `serve` needs from the command line and environment.
 #[derive(Debug, Clone)]
 pub struct ServeConfig {
@@ -152,9 +155,20 @@ pub async fn serve(config: ServeConfig) -> Result<(), ServeError> {
     )
     .with_graceful_shutdown(when_stopped());
     let grpc = crate::grpc::serve(grpc_listener, engine, metrics, when_stopped());
-    tokio::try_join!(async { http.await.map_err(ServeError::Serve) }, async {
-        grpc.await.map_err(ServeError::Grpc)
-    },)?;
+    let both = async {
+        tokio::try_join!(async { http.await.map_err(ServeError::Serve) }, async {
+            grpc.await.map_err(ServeError::Grpc)
+        },)
+    };
+    // A client that never closes its connection must not hold the daemon forever.
+    let grace = async {
+        when_stopped().await;
+        tokio::time::sleep(SHUTDOWN_GRACE).await;
+    };
+    tokio::select! {
+        served = both => { served?; }
+        () = grace => tracing::warn!("connections still open {SHUTDOWN_GRACE:?} after the stop signal; stopping anyway"),
+    }
     tracing::info!("stopped");
     Ok(())
 }

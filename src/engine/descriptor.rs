@@ -28,7 +28,8 @@ pub struct DescriptorRequest<'a> {
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct LimitOverride {
-    pub requests_per_unit: NonZeroU64,
+    /// `None` for 0: nothing passes.
+    pub requests_per_unit: Option<NonZeroU64>,
     pub unit: Unit,
 }
 
@@ -38,6 +39,11 @@ pub enum Described {
     Limited(Box<Plan>),
     /// `unlimited: true`.
     Unlimited,
+    /// A limit of 0 requests: it never passes (and nothing of the request is consumed).
+    Blocked {
+        name: String,
+        unit: Unit,
+    },
     /// No configured descriptor matches.
     Unmatched,
     /// Its limit is replaced by another limit of the same request (`replaces`).
@@ -62,31 +68,39 @@ impl<S: Store> Engine<S> {
         found
             .iter()
             .zip(descriptors)
-            .map(|(found, descriptor)| match found {
-                None => Described::Unmatched,
-                Some(f) if f.unlimited => Described::Unlimited,
-                Some(f) if f.name.is_some_and(|n| replaced.contains(n)) => Described::Replaced,
-                Some(f) => {
-                    let Some(limit) = f.limit.clone() else {
-                        return Described::Unmatched;
-                    };
-                    let key = self.counter_key(&domain.name, descriptor, &f.shared);
-                    let subject = SUBJECT_KEYS.iter().find_map(|wanted| {
-                        descriptor
-                            .entries
-                            .iter()
-                            .find(|(k, _)| k == wanted)
-                            .map(|(_, v)| self.hasher.user(v))
-                    });
-                    let resolved = Resolved::descriptor(policy.clone(), domain.name.clone(), limit);
-                    Described::Limited(Box::new(self.scaled_plan(
-                        resolved,
-                        key,
-                        None,
-                        subject,
-                        descriptor.cost,
-                    )))
+            .map(|(found, descriptor)| {
+                let Some(f) = found else {
+                    return Described::Unmatched;
+                };
+                if f.name.is_some_and(|n| replaced.contains(n)) {
+                    return Described::Replaced;
                 }
+                let limit = match &f.kind {
+                    Kind::Unlimited => return Described::Unlimited,
+                    Kind::Blocked { name, unit } => {
+                        return Described::Blocked {
+                            name: name.clone(),
+                            unit: *unit,
+                        };
+                    }
+                    Kind::Limited(limit) => limit.clone(),
+                };
+                let key = self.counter_key(&domain.name, descriptor, &f.shared);
+                let subject = SUBJECT_KEYS.iter().find_map(|wanted| {
+                    descriptor
+                        .entries
+                        .iter()
+                        .find(|(k, _)| k == wanted)
+                        .map(|(_, v)| self.hasher.user(v))
+                });
+                let resolved = Resolved::descriptor(policy.clone(), domain.name.clone(), limit);
+                Described::Limited(Box::new(self.scaled_plan(
+                    resolved,
+                    key,
+                    None,
+                    subject,
+                    descriptor.cost,
+                )))
             })
             .collect()
     }
@@ -115,11 +129,17 @@ impl<S: Store> Engine<S> {
 
 /// A descriptor's match, before `replaces` is settled.
 struct Found<'a> {
-    unlimited: bool,
-    limit: Option<Arc<Limit>>,
+    kind: Kind,
+    /// The limit's `name` in the file (what `replaces` names).
     name: Option<&'a str>,
     replaces: &'a [String],
     shared: Vec<Option<String>>,
+}
+
+enum Kind {
+    Unlimited,
+    Blocked { name: String, unit: Unit },
+    Limited(Arc<Limit>),
 }
 
 fn find<'a>(domain: &'a Domain, descriptor: &DescriptorRequest<'_>) -> Option<Found<'a>> {
@@ -128,21 +148,28 @@ fn find<'a>(domain: &'a Domain, descriptor: &DescriptorRequest<'_>) -> Option<Fo
         .as_ref()
         .map(|m| m.shared.iter().map(|s| s.map(str::to_owned)).collect())
         .unwrap_or_default();
-    let configured = matched.as_ref().and_then(|m| match m.rule {
-        Rule::Limited(rule) => Some(rule),
-        Rule::Unlimited => None,
-    });
     if let Some(o) = descriptor.limit {
         // As in envoyproxy/ratelimit, the caller's limit applies whether or not a configured
         // descriptor matches; it is never in shadow mode. It keeps a matched limit's
         // algorithm and name.
-        return Some(Found {
-            unlimited: false,
-            limit: Some(Arc::new(override_limit(
+        let configured = matched.as_ref().and_then(|m| match m.rule {
+            Rule::Limited(rule) => Some(&*rule.limit),
+            _ => None,
+        });
+        let kind = match o.requests_per_unit {
+            Some(requests) => Kind::Limited(Arc::new(override_limit(
                 &domain.name,
-                configured.map(|r| &*r.limit),
-                o,
+                configured,
+                requests,
+                o.unit,
             ))),
+            None => Kind::Blocked {
+                name: configured.map_or_else(|| "override".to_owned(), |l| l.name.clone()),
+                unit: o.unit,
+            },
+        };
+        return Some(Found {
+            kind,
             name: None,
             replaces: &[],
             shared,
@@ -151,15 +178,22 @@ fn find<'a>(domain: &'a Domain, descriptor: &DescriptorRequest<'_>) -> Option<Fo
     let matched = matched?;
     Some(match matched.rule {
         Rule::Unlimited => Found {
-            unlimited: true,
-            limit: None,
+            kind: Kind::Unlimited,
             name: None,
             replaces: &[],
             shared,
         },
+        Rule::Blocked(rule) => Found {
+            kind: Kind::Blocked {
+                name: rule.shown.clone(),
+                unit: rule.unit,
+            },
+            name: rule.name.as_deref(),
+            replaces: &rule.replaces,
+            shared,
+        },
         Rule::Limited(rule) => Found {
-            unlimited: false,
-            limit: Some(rule.limit.clone()),
+            kind: Kind::Limited(rule.limit.clone()),
             name: rule.name.as_deref(),
             replaces: &rule.replaces,
             shared,
@@ -167,12 +201,17 @@ fn find<'a>(domain: &'a Domain, descriptor: &DescriptorRequest<'_>) -> Option<Fo
     })
 }
 
-fn override_limit(domain: &str, configured: Option<&Limit>, o: LimitOverride) -> Limit {
+fn override_limit(
+    domain: &str,
+    configured: Option<&Limit>,
+    requests: NonZeroU64,
+    unit: Unit,
+) -> Limit {
     let algorithm = configured.map_or(Algorithm::FixedWindow, |l| l.algorithm);
     let name = configured.map_or_else(|| "override".to_owned(), |l| l.name.clone());
     let id = format!(
         "o:{:016x}",
-        crate::policy::hash_limit_id(&format!("{domain}\0{}\0{algorithm}", o.unit.name()))
+        crate::policy::hash_limit_id(&format!("{domain}\0{}\0{algorithm}", unit.name()))
     );
     Limit {
         id_hash: crate::policy::hash_limit_id(&id),
@@ -180,9 +219,9 @@ fn override_limit(domain: &str, configured: Option<&Limit>, o: LimitOverride) ->
         label: format!("envoy:{domain}/{name}"),
         name,
         algorithm,
-        requests: o.requests_per_unit,
-        window: o.unit.window(),
-        burst: o.requests_per_unit,
+        requests,
+        window: unit.window(),
+        burst: requests,
         shadow: false,
         adaptive: configured.is_none_or(|l| l.adaptive),
     }

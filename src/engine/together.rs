@@ -20,9 +20,12 @@ pub struct Together {
 }
 
 impl<S: Store> Engine<S> {
-    pub async fn decide_together(&self, plans: Vec<Plan>) -> Together {
+    /// `blocked`: another part of the request can never pass, so these are only evaluated
+    /// (nothing is consumed) and the request is not admitted.
+    pub async fn decide_together(&self, plans: Vec<Plan>, blocked: bool) -> Together {
         let requests: Vec<Request<'_>> = plans.iter().map(|p| p.store_request(false)).collect();
-        let (combined, slots) = merge(&requests);
+        let (mut combined, slots) = merge(&requests);
+        combined.dry_run = blocked;
         let started = quanta::Instant::now();
         let result = self.store.apply(&combined).await;
         self.observe_store(started);
@@ -35,6 +38,7 @@ impl<S: Store> Engine<S> {
         drop(requests);
         match result {
             Ok(mut applied) => {
+                applied.admitted &= !blocked;
                 if !applied.admitted {
                     restore_unconsumed(&mut applied.checks, &costs);
                 }
@@ -71,7 +75,7 @@ impl<S: Store> Engine<S> {
                     .map(|plan| Self::without_store(plan, on_error))
                     .collect();
                 Together {
-                    admitted: decisions.iter().all(|d| d.allowed),
+                    admitted: !blocked && decisions.iter().all(|d| d.allowed),
                     decisions,
                 }
             }

@@ -2,13 +2,13 @@
 //! path (`descriptors[2].descriptors[0].rate_limit.unit: unknown unit "fortnight"`).
 //!
 //! It refuses what envoyproxy/ratelimit refuses (unknown keys, a missing key, an unknown unit,
-//! two descriptors with the same key and value at one level, a unit on an unlimited limit) and
-//! what ratewarden cannot apply (a limit of 0 requests).
+//! two descriptors with the same key and value at one level, a unit on an unlimited limit).
+//! `requests_per_unit: 0` blocks (in shadow mode it passes).
 
 use super::raw::{
     DESCRIPTOR_KEYS, FILE_KEYS, RATE_LIMIT_KEYS, RawDescriptor, RawFile, RawRateLimit,
 };
-use super::{Domain, KeyNodes, Level, LimitRule, Node, Rule, Unit};
+use super::{BlockRule, Domain, KeyNodes, Level, LimitRule, Node, Rule, Unit};
 use crate::algorithm::Algorithm;
 use crate::policy::fields::{Errors, join};
 use crate::policy::{Limit, PolicyErrors};
@@ -193,7 +193,7 @@ fn rule(
     });
     let requests = e
         .required(&at("requests_per_unit"), &raw.requests_per_unit)
-        .and_then(|v| e.count(&at("requests_per_unit"), v, 1, MAX_REQUESTS));
+        .and_then(|v| e.count(&at("requests_per_unit"), v, 0, MAX_REQUESTS));
     let algorithm = match raw.algorithm.as_ref().filter(|v| !v.is_null()) {
         None => Some(Algorithm::FixedWindow),
         Some(Value::String(s)) => Algorithm::from_name(s).or_else(|| {
@@ -213,8 +213,19 @@ fn rule(
         }
     };
     let adaptive = e.boolean(&at("adaptive"), &raw.adaptive, true);
-    let (unit, requests, algorithm) = (unit?, NonZeroU64::new(requests?)?, algorithm?);
+    let (unit, algorithm) = (unit?, algorithm?);
     let shown = name.clone().unwrap_or_else(|| tree_path.to_owned());
+    let Some(requests) = NonZeroU64::new(requests?) else {
+        if shadow {
+            return Some(Rule::Unlimited);
+        }
+        return Some(Rule::Blocked(BlockRule {
+            shown,
+            unit,
+            name,
+            replaces,
+        }));
+    };
     // Config values may be addresses or ids: the store sees a hash of where the limit is.
     let id = format!(
         "x:{:016x}",

@@ -95,7 +95,18 @@ pub struct Node {
 pub enum Rule {
     /// `unlimited: true`: always passes, counts nothing.
     Unlimited,
+    /// `requests_per_unit: 0`: never passes (envoyproxy/ratelimit's way to block a value).
+    Blocked(BlockRule),
     Limited(LimitRule),
+}
+
+#[derive(Debug, Clone)]
+pub struct BlockRule {
+    /// The `name` the file gives, else the descriptor path.
+    pub shown: String,
+    pub unit: Unit,
+    pub name: Option<String>,
+    pub replaces: Vec<String>,
 }
 
 #[derive(Debug, Clone)]

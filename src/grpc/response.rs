@@ -20,6 +20,11 @@ pub enum Answer {
     Unlimited,
     /// Matched nothing, named no subject, or was replaced: passes with no limit.
     NoLimit,
+    /// A limit of 0 requests: over limit, always.
+    Blocked {
+        name: String,
+        unit: Unit,
+    },
 }
 
 pub fn wire_unit(unit: Unit) -> WireUnit {
@@ -44,6 +49,17 @@ pub fn status(answer: &Answer) -> DescriptorStatus {
     let d = match answer {
         Answer::Unlimited => return ok(u32::MAX),
         Answer::NoLimit => return ok(0),
+        Answer::Blocked { name, unit } => {
+            return DescriptorStatus {
+                code: Code::OverLimit as i32,
+                current_limit: Some(RateLimit {
+                    name: name.clone(),
+                    requests_per_unit: 0,
+                    unit: wire_unit(*unit) as i32,
+                }),
+                ..Default::default()
+            };
+        }
         Answer::Decided(d) => d,
     };
     let code = if d.allowed { Code::Ok } else { Code::OverLimit };
@@ -79,8 +95,9 @@ fn duration(micros: u64) -> WireDuration {
 }
 
 /// The headers HTTP would send for these decisions taken as one request: those of the limit
-/// with the least remaining quota (ties: the shorter window), and `Retry-After` when denied.
-pub fn headers(decisions: &[&Decision], admitted: bool) -> Vec<HeaderValue> {
+/// with the least remaining quota (ties: the shorter window), and `Retry-After` when denied
+/// (none when `blocked`: a limit of 0 never lets the request pass).
+pub fn headers(decisions: &[&Decision], admitted: bool, blocked: bool) -> Vec<HeaderValue> {
     let window = |d: &Decision| d.headline_limit().map_or(0, |l| l.window_micros());
     let Some(head) = decisions
         .iter()
@@ -95,6 +112,8 @@ pub fn headers(decisions: &[&Decision], admitted: bool) -> Vec<HeaderValue> {
     shown.allowed = admitted;
     shown.retry_after = if admitted {
         Some(0)
+    } else if blocked {
+        None
     } else {
         // The time the whole request could pass: the latest of its denials.
         decisions

@@ -62,6 +62,7 @@ impl RateLimitService for RateLimitGrpc {
                 _ => None,
             })
             .collect();
+        let blocked = answers.iter().any(|a| matches!(a, Answer::Blocked { .. }));
         self.metrics.observe_decision(Api::Grpc, started.elapsed());
         // Counted once per call, as HTTP counts a request: by the descriptor that denied (or
         // would have, in shadow), else the one with the least remaining.
@@ -79,7 +80,7 @@ impl RateLimitService for RateLimitGrpc {
         Ok(Response::new(RateLimitResponse {
             overall_code: if admitted { Code::Ok } else { Code::OverLimit } as i32,
             statuses: answers.iter().map(response::status).collect(),
-            response_headers_to_add: response::headers(&decisions, admitted),
+            response_headers_to_add: response::headers(&decisions, admitted, blocked),
             ..Default::default()
         }))
     }
@@ -119,9 +120,14 @@ impl RateLimitGrpc {
     /// Decides the limited descriptors together; the others pass.
     async fn decide(&self, described: Vec<Described>, domain: &str) -> (Vec<Answer>, bool) {
         let mut plans = Vec::new();
+        let mut blocked = false;
         let mut answers: Vec<Option<Answer>> = Vec::with_capacity(described.len());
         for d in described {
             answers.push(match d {
+                Described::Blocked { name, unit } => {
+                    blocked = true;
+                    Some(Answer::Blocked { name, unit })
+                }
                 Described::Limited(plan) => {
                     plans.push(*plan);
                     None
@@ -138,9 +144,9 @@ impl RateLimitGrpc {
             });
         }
         if plans.is_empty() {
-            return (answers.into_iter().flatten().collect(), true);
+            return (answers.into_iter().flatten().collect(), !blocked);
         }
-        let together = self.engine.decide_together(plans).await;
+        let together = self.engine.decide_together(plans, blocked).await;
         let mut decisions = together.decisions.into_iter();
         let answers = answers
             .into_iter()
@@ -208,8 +214,7 @@ fn descriptor(
     let limit = match &d.limit {
         None => None,
         Some(o) => {
-            let requests_per_unit = NonZeroU64::new(u64::from(o.requests_per_unit))
-                .ok_or_else(|| format!("{at}.limit.requests_per_unit must be at least 1"))?;
+            let requests_per_unit = NonZeroU64::new(u64::from(o.requests_per_unit));
             // type.v3.RateLimitUnit: SECOND 1, MINUTE 2, HOUR 3, DAY 4, MONTH 5, YEAR 6 (WEEK 7
             // in newer Envoys).
             let unit = match o.unit {
