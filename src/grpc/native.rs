@@ -22,13 +22,14 @@ pub struct Native<'a> {
     pub has_endpoint: bool,
 }
 
-/// The check request a descriptor stands for; `None` when it names no subject. `at` names
+/// The check request a descriptor stands for; `None` when it names no subject. `index` names
 /// the descriptor in errors (`descriptors[1]`).
 pub fn request<'a>(
     entries: &[(&'a str, &'a str)],
     cost: Cost,
-    at: &str,
+    index: usize,
 ) -> Result<Option<Native<'a>>, String> {
+    let at = Descriptor(index);
     let find = |key: &str| entries.iter().find(|(k, _)| *k == key).map(|(_, v)| *v);
     let Some(user) = SUBJECT_KEYS.iter().find_map(|k| find(k)) else {
         return Ok(None);
@@ -69,6 +70,15 @@ pub fn request<'a>(
     }))
 }
 
+/// `descriptors[i]`, written only into an error.
+struct Descriptor(usize);
+
+impl std::fmt::Display for Descriptor {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "descriptors[{}]", self.0)
+    }
+}
+
 /// The path of a request URI: no scheme or host, query or fragment (Envoy's `:path` carries
 /// the query).
 fn path_of(uri: &str) -> &str {
@@ -96,19 +106,17 @@ mod tests {
             ("api_key", "k"),
             ("path", "/a?q=1"),
         ];
-        let native = request(&entries, Cost::ONE, "descriptors[0]")
-            .unwrap()
-            .unwrap();
+        let native = request(&entries, Cost::ONE, 0).unwrap().unwrap();
         assert_eq!(native.request.user, "k");
         assert_eq!(native.request.endpoint, "/a");
         assert_eq!(native.request.ip, Some("10.0.0.1".parse().unwrap()));
-        let none = request(&[("header_match", "x")], Cost::ONE, "d").unwrap();
+        let none = request(&[("header_match", "x")], Cost::ONE, 0).unwrap();
         assert!(none.is_none());
     }
 
     #[test]
     fn a_bad_address_is_named() {
-        let err = request(&[("ip", "nope")], Cost::ONE, "descriptors[2]").unwrap_err();
+        let err = request(&[("ip", "nope")], Cost::ONE, 2).unwrap_err();
         assert_eq!(
             err,
             "descriptors[2]: entry ip \"nope\" is not an IP address"

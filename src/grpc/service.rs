@@ -94,8 +94,7 @@ impl RateLimitGrpc {
     ) -> Result<Vec<Described>, Status> {
         let mut described = Vec::with_capacity(descriptors.len());
         for (i, descriptor) in descriptors.iter().enumerate() {
-            let at = format!("descriptors[{i}]");
-            let Some(native) = native::request(&descriptor.entries, descriptor.cost, &at)
+            let Some(native) = native::request(&descriptor.entries, descriptor.cost, i)
                 .map_err(Status::invalid_argument)?
             else {
                 described.push(Described::Unmatched);
@@ -111,7 +110,7 @@ impl RateLimitGrpc {
             } else {
                 self.engine.plan_default_endpoint(check, stored.as_deref())
             }
-            .map_err(|e| Status::invalid_argument(format!("{at}: {e}")))?;
+            .map_err(|e| Status::invalid_argument(format!("descriptors[{i}]: {e}")))?;
             described.push(Described::Limited(Box::new(plan)));
         }
         Ok(described)
