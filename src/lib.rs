@@ -5,6 +5,7 @@
 //! - [`clock`]: injected time, in microseconds since the epoch.
 //! - [`algorithm`]: the five algorithms as pure functions of (state, now, rate, cost).
 //! - [`policy`]: the policy file, compiled from YAML into types that cannot be invalid.
+//! - [`envoy_config`]: envoyproxy/ratelimit configuration folders, compiled like the policy.
 //! - [`store`]: where usage lives: the [`store::Store`] trait, the embedded store, and the Redis
 //!   store (one Lua script per request; Redis Cluster).
 //! - [`engine`]: resolves tier and endpoint rule, scales limits, and turns store outcomes
@@ -14,6 +15,7 @@
 //! - [`model`]: the abuse model (linfa): features in, abuse score in [0, 1] out; training.
 //! - [`simulate`]: labelled synthetic traffic to train and test the model on.
 //! - [`http`]: the HTTP adapter (axum): requests in, decisions out.
+//! - [`grpc`]: the gRPC adapter (tonic): Envoy's rate limit service, health and reflection.
 //! - [`metrics`]: the one Prometheus `Metrics` struct, passed down to whoever records.
 //! - [`reload`]: policy hot reload (SIGHUP, file changes, admin API).
 //! - [`daemon`]: `ratewarden serve`: wiring, background tasks, graceful shutdown.
@@ -25,7 +27,9 @@ pub mod clock;
 pub mod control;
 pub mod daemon;
 pub mod engine;
+pub mod envoy_config;
 pub mod features;
+pub mod grpc;
 pub mod http;
 pub mod metrics;
 pub mod model;

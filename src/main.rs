@@ -4,6 +4,7 @@ use anyhow::Context;
 use clap::Parser;
 use ratewarden::cli::{Cli, Command};
 use ratewarden::daemon::{self, ServeConfig};
+use ratewarden::envoy_config::EnvoyConfig;
 use ratewarden::model::command::{self as train, TrainArgs};
 use ratewarden::policy::Policy;
 use ratewarden::simulate::{self, SimulateConfig};
@@ -32,6 +33,8 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Serve {
             policy,
             listen,
+            grpc_listen,
+            envoy_config,
             hash_key,
             admin_token,
         } => {
@@ -39,6 +42,8 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             runtime.block_on(daemon::serve(ServeConfig {
                 policy,
                 listen,
+                grpc_listen,
+                envoy_config,
                 hash_key,
                 admin_token,
             }))?;
@@ -84,13 +89,35 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             })?;
             Ok(ExitCode::SUCCESS)
         }
-        Command::CheckPolicy { file } => match Policy::load(&file) {
-            Ok(policy) => {
-                let plural = |n: usize, one: &str, many: &str| {
-                    format!("{n} {}", if n == 1 { one } else { many })
-                };
+        Command::CheckPolicy { file } if file.is_dir() => match EnvoyConfig::load(&file) {
+            Ok(config) => {
                 println!(
                     "{}: ok ({}, {})",
+                    file.display(),
+                    plural(config.domains.len(), "domain", "domains"),
+                    plural(config.rule_count(), "rate limit", "rate limits")
+                );
+                Ok(ExitCode::SUCCESS)
+            }
+            Err(errors) => {
+                for line in errors.lines() {
+                    println!("{}: {line}", file.display());
+                }
+                Ok(ExitCode::FAILURE)
+            }
+        },
+        Command::CheckPolicy { file } => match Policy::load(&file) {
+            Ok(policy) => {
+                let envoy = match &policy.envoy {
+                    Some(config) => format!(
+                        ", envoy_config: {}, {}",
+                        plural(config.domains.len(), "domain", "domains"),
+                        plural(config.rule_count(), "rate limit", "rate limits")
+                    ),
+                    None => String::new(),
+                };
+                println!(
+                    "{}: ok ({}, {}{envoy})",
                     file.display(),
                     plural(policy.tiers.len(), "tier", "tiers"),
                     plural(policy.endpoints.len(), "endpoint rule", "endpoint rules")
@@ -105,4 +132,8 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             }
         },
     }
+}
+
+fn plural(n: usize, one: &str, many: &str) -> String {
+    format!("{n} {}", if n == 1 { one } else { many })
 }

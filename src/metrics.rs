@@ -47,6 +47,7 @@ pub struct Metrics {
     pub config_reloads: IntCounterVec,
     pub model_info: IntGaugeVec,
     pub reports: IntCounterVec,
+    pub envoy_unmatched: IntCounterVec,
 }
 
 /// Latency buckets from 10 µs to 1 s: decisions take microseconds in memory, milliseconds
@@ -142,6 +143,11 @@ impl Metrics {
             "Upstream outcomes reported through /v1/report, by status class",
             &["class"],
         );
+        let envoy_unmatched = counter(
+            "ratewarden_envoy_unmatched_total",
+            "Envoy descriptors that matched no limit, by domain (\"native\" for domains no envoy configuration file names)",
+            &["domain"],
+        );
         let load_factor =
             Gauge::new("ratewarden_load_factor", "The load factor in force").expect("valid metric");
         let system_cpu_ratio =
@@ -202,6 +208,7 @@ impl Metrics {
             config_reloads,
             model_info,
             reports,
+            envoy_unmatched,
         }
     }
 

@@ -1,6 +1,9 @@
 //! Policy and model hot reload: on SIGHUP, on a change of either file, and on request (admin
 //! API).
 //!
+//! The envoyproxy/ratelimit folder (`envoy_config`, envoy.md) is part of the policy: it reloads
+//! with it, and a change of one of its files reloads the policy too.
+//!
 //! A file that fails validation is refused, logged with every error and counted
 //! (`ratewarden_config_reloads_total{kind}`); the old policy or model stays.
 
@@ -28,6 +31,8 @@ pub enum ReloadError {
 #[derive(Clone)]
 pub struct Reloader {
     path: PathBuf,
+    /// `--envoy-config`, in place of the policy's `envoy_config`.
+    envoy_config: Option<PathBuf>,
     engine: Arc<Engine>,
     model: Arc<ModelSlot>,
     /// One reload at a time: two concurrent ones could otherwise install the older file last.
@@ -38,6 +43,7 @@ impl Reloader {
     pub fn new(path: PathBuf, engine: Arc<Engine>, model: Arc<ModelSlot>) -> Self {
         Self {
             path,
+            envoy_config: None,
             engine,
             model,
             serial: Arc::default(),
@@ -46,6 +52,12 @@ impl Reloader {
 
     pub fn model(&self) -> &Arc<ModelSlot> {
         &self.model
+    }
+
+    /// Loads the envoyproxy/ratelimit folder `dir` (when set) in place of the policy's.
+    pub fn with_envoy_config(mut self, dir: Option<PathBuf>) -> Self {
+        self.envoy_config = dir;
+        self
     }
 
     pub fn path(&self) -> &Path {
@@ -85,7 +97,7 @@ impl Reloader {
     }
 
     fn reload_policy(&self, trigger: &str) -> Result<(), PolicyErrors> {
-        match Policy::load(&self.path) {
+        match Policy::load_with_envoy(&self.path, self.envoy_config.as_deref()) {
             Ok(policy) => {
                 self.count("success");
                 if policy.store != self.engine.policy().store {
@@ -118,10 +130,11 @@ impl Reloader {
             .model
             .clone()
             .and_then(|model| self.watch_file(&model, "model change", tx.clone()));
+        let envoy_watcher = self.watch_envoy_folder(tx.clone());
         #[cfg(unix)]
         spawn_sighup(tx);
         tokio::spawn(async move {
-            let _watchers = (watcher, model_watcher);
+            let _watchers = (watcher, model_watcher, envoy_watcher);
             while let Some(trigger) = rx.recv().await {
                 // Editors write a file in several steps: let them finish, then read once.
                 tokio::time::sleep(Duration::from_millis(100)).await;
@@ -173,6 +186,35 @@ impl Reloader {
         watcher
             .watch(dir, RecursiveMode::NonRecursive)
             .map_err(|error| tracing::warn!(%error, dir = %dir.display(), "cannot watch a folder; reload with SIGHUP"))
+            .ok()?;
+        Some(watcher)
+    }
+}
+
+impl Reloader {
+    /// Watches the envoyproxy/ratelimit folder in force at start-up for YAML file changes.
+    fn watch_envoy_folder(
+        &self,
+        tx: mpsc::Sender<&'static str>,
+    ) -> Option<notify::RecommendedWatcher> {
+        let dir = self.engine.policy().envoy.as_ref()?.dir.clone();
+        let mut watcher =
+            notify::recommended_watcher(move |event: notify::Result<notify::Event>| {
+                let Ok(event) = event else { return };
+                let yaml = event.paths.iter().any(|p| {
+                    p.extension()
+                        .is_some_and(|e| e == "yaml" || e == "yml")
+                });
+                let changed = event.kind.is_modify() || event.kind.is_create() || event.kind.is_remove();
+                if yaml && changed {
+                    let _ = tx.try_send("envoy config change");
+                }
+            })
+            .map_err(|error| tracing::warn!(%error, "cannot watch the envoy config folder; reload with SIGHUP"))
+            .ok()?;
+        watcher
+            .watch(&dir, RecursiveMode::NonRecursive)
+            .map_err(|error| tracing::warn!(%error, "cannot watch the envoy config folder; reload with SIGHUP"))
             .ok()?;
         Some(watcher)
     }

@@ -1,5 +1,5 @@
-//! `ratewarden serve`: builds the engine from the policy, serves HTTP, reloads the policy, and
-//! shuts down gracefully.
+//! `ratewarden serve`: builds the engine from the policy, serves HTTP and gRPC, reloads the
+//! policy, and shuts down both servers gracefully.
 
 pub mod shutdown;
 
@@ -17,11 +17,18 @@ use std::time::Duration;
 
 pub use crate::reload::Reloader;
 
+/// How long calls in flight may take to finish once the daemon is told to stop.
+const SHUTDOWN_GRACE: Duration = Duration::from_secs(15);
+
 /// What `serve` needs from the command line and environment.
 #[derive(Debug, Clone)]
 pub struct ServeConfig {
     pub policy: PathBuf,
     pub listen: SocketAddr,
+    /// Address of Envoy's rate limit service (gRPC).
+    pub grpc_listen: SocketAddr,
+    /// `--envoy-config`: an envoyproxy/ratelimit folder, in place of the policy's `envoy_config`.
+    pub envoy_config: Option<PathBuf>,
     /// `RATEWARDEN_HASH_KEY`; a random per-process key when absent.
     pub hash_key: Option<String>,
     /// `RATEWARDEN_ADMIN_TOKEN`; the admin API is off when absent.
@@ -41,6 +48,8 @@ pub enum ServeError {
     },
     #[error("server failed: {0}")]
     Serve(std::io::Error),
+    #[error(transparent)]
+    Grpc(#[from] crate::grpc::GrpcError),
 }
 
 /// Hashes subjects with the operator's secret, or a random one with a warning.
@@ -78,10 +87,12 @@ fn warn_inexact_limits(policy: &Policy) {
 
 /// Runs the daemon until SIGINT or SIGTERM.
 pub async fn serve(config: ServeConfig) -> Result<(), ServeError> {
-    let policy = Policy::load(&config.policy).map_err(|errors| ServeError::Policy {
-        path: config.policy.display().to_string(),
-        errors,
-    })?;
+    let policy = Policy::load_with_envoy(&config.policy, config.envoy_config.as_deref()).map_err(
+        |errors| ServeError::Policy {
+            path: config.policy.display().to_string(),
+            errors,
+        },
+    )?;
     let system_clock = SystemClock::new();
     let clock: Arc<dyn Clock> = Arc::new(system_clock.clone());
     let store = store::open(&policy.store, clock.clone()).await?;
@@ -105,7 +116,8 @@ pub async fn serve(config: ServeConfig) -> Result<(), ServeError> {
     // until the file appears (the watch below) or a reload loads it.
     let model = Arc::new(ModelSlot::new(metrics.clone()));
     let _ = model.load(model_path.as_deref());
-    let reloader = Reloader::new(config.policy.clone(), engine.clone(), model.clone());
+    let reloader = Reloader::new(config.policy.clone(), engine.clone(), model.clone())
+        .with_envoy_config(config.envoy_config.clone());
     reloader.clone().spawn_watch();
     let control = ControlLoop::new(engine.clone(), model, Box::new(SystemLoad::new()));
     tokio::spawn(control.run(std::future::pending()));
@@ -119,27 +131,56 @@ pub async fn serve(config: ServeConfig) -> Result<(), ServeError> {
         }
     });
 
-    let listener = tokio::net::TcpListener::bind(config.listen)
-        .await
-        .map_err(|source| ServeError::Listen {
-            addr: config.listen,
-            source,
-        })?;
+    let listener = bind(config.listen).await?;
+    let grpc_listener = bind(config.grpc_listen).await?;
     let local = listener.local_addr().map_err(ServeError::Serve)?;
-    tracing::info!(%local, policy = %config.policy.display(), "ratewarden listening");
+    let grpc = grpc_listener.local_addr().map_err(ServeError::Serve)?;
+    tracing::info!(%grpc, "grpc rate limit service up");
+    tracing::info!(%local, %grpc, policy = %config.policy.display(), "ratewarden listening");
     let app = router(AppState {
-        engine,
-        metrics,
+        engine: engine.clone(),
+        metrics: metrics.clone(),
         admin_token: config.admin_token.filter(|t| !t.is_empty()).map(Into::into),
         reloader: Some(reloader),
     });
-    axum::serve(
+    // One signal stops both servers; each then finishes the calls in flight.
+    let (stop, stopped) = tokio::sync::watch::channel(false);
+    tokio::spawn(async move {
+        shutdown::signal().await;
+        let _ = stop.send(true);
+    });
+    let when_stopped = move || {
+        let mut stopped = stopped.clone();
+        async move {
+            let _ = stopped.wait_for(|s| *s).await;
+        }
+    };
+    let http = axum::serve(
         listener,
         app.into_make_service_with_connect_info::<SocketAddr>(),
     )
-    .with_graceful_shutdown(shutdown::signal())
-    .await
-    .map_err(ServeError::Serve)?;
+    .with_graceful_shutdown(when_stopped());
+    let grpc = crate::grpc::serve(grpc_listener, engine, metrics, when_stopped());
+    let both = async {
+        tokio::try_join!(async { http.await.map_err(ServeError::Serve) }, async {
+            grpc.await.map_err(ServeError::Grpc)
+        },)
+    };
+    // A client that never closes its connection must not hold the daemon forever.
+    let grace = async {
+        when_stopped().await;
+        tokio::time::sleep(SHUTDOWN_GRACE).await;
+    };
+    tokio::select! {
+        served = both => { served?; }
+        () = grace => tracing::warn!("connections still open {SHUTDOWN_GRACE:?} after the stop signal; stopping anyway"),
+    }
     tracing::info!("stopped");
     Ok(())
+}
+
+async fn bind(addr: SocketAddr) -> Result<tokio::net::TcpListener, ServeError> {
+    tokio::net::TcpListener::bind(addr)
+        .await
+        .map_err(|source| ServeError::Listen { addr, source })
 }

@@ -126,8 +126,9 @@ impl Decision {
             .or_else(|| self.headline_limit())
     }
 
+    /// The tier (or an envoyproxy/ratelimit descriptor's domain) metrics label it with.
     pub fn tier_name(&self) -> &str {
-        &self.resolved.tier().name
+        self.resolved.scope_name()
     }
 }
 

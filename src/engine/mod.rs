@@ -6,12 +6,14 @@
 //! are read from [`ScaleFactors`], which the control loop writes.
 
 mod decision;
+mod descriptor;
 mod hasher;
 mod plan;
 mod request;
 mod resolve;
 mod scale;
 mod tiers;
+mod together;
 
 use crate::clock::{Clock, Micros, SystemClock};
 use crate::features::Recorder;
@@ -22,12 +24,14 @@ use arc_swap::ArcSwap;
 use std::sync::Arc;
 
 pub use decision::{Decision, Reason};
+pub use descriptor::{Described, DescriptorRequest, LimitOverride};
 pub use hasher::SubjectHasher;
 pub use plan::Plan;
 pub use request::{CheckError, CheckRequest, Cost, MAX_COST};
-pub use resolve::Resolved;
+pub use resolve::{DescriptorLimit, Resolved};
 pub use scale::{ScaleFactors, Standing, Thresholds};
 pub use tiers::TierCache;
+pub use together::Together;
 
 /// A batch item the policy cannot decide, with its position.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -243,14 +247,32 @@ impl<S: Store> Engine<S> {
             _ => None,
         };
         let user = self.hasher.user(request.user);
-        let standing = self.scale.standing(user);
+        let features = (
+            self.hasher.feature(b'e', request.endpoint.as_bytes()),
+            request.ip.map(|ip| self.hasher.feature_ip(ip)),
+        );
+        Ok(self.scaled_plan(resolved, user, ip, Some(user), request.cost, features))
+    }
+
+    /// A plan counting under `key`, scaled by the load factor and by the anomaly standing of
+    /// `subject` (none for a request without one).
+    fn scaled_plan(
+        &self,
+        resolved: Resolved,
+        key: KeyHash,
+        ip: Option<KeyHash>,
+        subject: Option<KeyHash>,
+        cost: Cost,
+        (endpoint_feature, ip_feature): (u64, Option<u64>),
+    ) -> Plan {
+        let standing = subject.and_then(|s| self.scale.standing(s));
         let thresholds = self.scale.thresholds();
         let flagged = standing.is_some_and(|s| s.flagged);
-        Ok(Plan {
+        Plan {
             resolved,
-            user,
+            user: key,
             ip,
-            cost: request.cost.get(),
+            cost: cost.get(),
             load_factor: thresholds
                 .load_factor_override
                 .unwrap_or_else(|| self.scale.measured_load_factor()),
@@ -261,9 +283,9 @@ impl<S: Store> Engine<S> {
             },
             anomaly_enforced: !thresholds.anomaly_shadow,
             abuse_score: standing.map(|s| s.abuse_score),
-            endpoint_feature: self.hasher.feature(b'e', request.endpoint.as_bytes()),
-            ip_feature: request.ip.map(|ip| self.hasher.feature_ip(ip)),
-        })
+            endpoint_feature,
+            ip_feature,
+        }
     }
 
     /// Decides one request, consuming its cost when it is allowed.
@@ -354,22 +376,26 @@ impl<S: Store> Engine<S> {
             .inc();
         let mut decision = match local {
             Some(applied) => Decision::from_applied(plan, &applied),
-            None => {
-                let empty = Applied {
-                    admitted: true,
-                    checks: Default::default(),
-                };
-                let mut d = Decision::from_applied(plan, &empty);
-                if on_error != OnError::Allow {
-                    d.allowed = false;
-                    d.retry_after = None;
-                    d.reason = Some(Reason::StoreUnavailable);
-                }
-                d
-            }
+            None => Self::without_store(plan, on_error),
         };
         decision.degraded = true;
         decision
+    }
+
+    /// `on_error` when no per-instance limiter answers: allowed with no limit, or denied.
+    fn without_store(plan: Plan, on_error: OnError) -> Decision {
+        let empty = Applied {
+            admitted: true,
+            checks: Default::default(),
+        };
+        let mut d = Decision::from_applied(plan, &empty);
+        if on_error != OnError::Allow {
+            d.allowed = false;
+            d.retry_after = None;
+            d.reason = Some(Reason::StoreUnavailable);
+        }
+        d.degraded = true;
+        d
     }
 }
 

@@ -59,11 +59,11 @@ impl Plan {
 
     /// The scale reported to clients: the tier's load factor times the applied anomaly factor.
     pub fn reported_scale(&self) -> f64 {
-        let load = if self.resolved.tier().adaptive {
-            self.load_factor
-        } else {
-            1.0
+        let adaptive = match &self.resolved.descriptor {
+            Some(d) => d.limit.adaptive,
+            None => self.resolved.tier().adaptive,
         };
+        let load = if adaptive { self.load_factor } else { 1.0 };
         if self.anomaly_enforced {
             load * self.anomaly_factor
         } else {
@@ -73,7 +73,7 @@ impl Plan {
 
     pub fn store_request(&self, dry_run: bool) -> Request<'_> {
         let tier_count = self.resolved.tier_limit_count();
-        let by_ip = self.resolved.rule().key == KeyScope::Ip;
+        let by_ip = self.resolved.descriptor.is_none() && self.resolved.rule().key == KeyScope::Ip;
         let checks = self
             .resolved
             .limits()

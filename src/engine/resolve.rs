@@ -1,4 +1,5 @@
-//! Which tier and endpoint rule apply to a request, kept with the policy they came from.
+//! Which tier and endpoint rule apply to a request (or which envoyproxy/ratelimit limit applies
+//! to a descriptor), kept with the policy they came from.
 
 use crate::policy::{EndpointRule, Limit, Policy, Tier};
 use std::sync::Arc;
@@ -10,6 +11,16 @@ pub struct Resolved {
     pub tier: usize,
     /// Index into `endpoints`, `None` for `default_endpoint`.
     pub rule: Option<usize>,
+    /// Set for a descriptor of an envoyproxy/ratelimit domain: its one limit is checked instead
+    /// of the tier's and the rule's.
+    pub descriptor: Option<DescriptorLimit>,
+}
+
+/// The limit of a descriptor in an envoyproxy/ratelimit domain.
+#[derive(Debug, Clone)]
+pub struct DescriptorLimit {
+    pub domain: Arc<str>,
+    pub limit: Arc<Limit>,
 }
 
 impl Resolved {
@@ -18,7 +29,22 @@ impl Resolved {
             .endpoints
             .iter()
             .position(|r| r.pattern.matches(endpoint));
-        Self { policy, tier, rule }
+        Self {
+            policy,
+            tier,
+            rule,
+            descriptor: None,
+        }
+    }
+
+    /// An envoyproxy/ratelimit descriptor's limit (`tier` is the default tier, unused).
+    pub fn descriptor(policy: Arc<Policy>, domain: Arc<str>, limit: Arc<Limit>) -> Self {
+        Self {
+            tier: policy.default_tier,
+            policy,
+            rule: None,
+            descriptor: Some(DescriptorLimit { domain, limit }),
+        }
     }
 
     /// The tier with `default_endpoint`, whatever the endpoint rules would match (the admin
@@ -28,6 +54,7 @@ impl Resolved {
             policy,
             tier,
             rule: None,
+            descriptor: None,
         }
     }
 
@@ -41,17 +68,40 @@ impl Resolved {
             .unwrap_or(&self.policy.default_endpoint)
     }
 
-    /// The tier's limits, then the rule's: the order of a store request's checks.
+    /// What metrics call the scope of the limits: the tier, or the descriptor's domain.
+    pub fn scope_name(&self) -> &str {
+        match &self.descriptor {
+            Some(d) => &d.domain,
+            None => &self.tier().name,
+        }
+    }
+
+    /// The tier's limits, then the rule's: the order of a store request's checks. A
+    /// descriptor's one limit alone.
     pub fn limits(&self) -> impl Iterator<Item = &Limit> {
-        self.tier().limits.iter().chain(self.rule().limits.iter())
+        let (tier, rule): (&[Limit], &[Limit]) = match self.descriptor {
+            Some(_) => (&[], &[]),
+            None => (&self.tier().limits, &self.rule().limits),
+        };
+        self.descriptor
+            .iter()
+            .map(|d| d.limit.as_ref())
+            .chain(tier)
+            .chain(rule)
     }
 
     pub fn tier_limit_count(&self) -> usize {
-        self.tier().limits.len()
+        match self.descriptor {
+            Some(_) => 0,
+            None => self.tier().limits.len(),
+        }
     }
 
     /// The `i`-th limit in [`Resolved::limits`] order.
     pub fn limit(&self, i: usize) -> Option<&Limit> {
+        if let Some(d) = &self.descriptor {
+            return (i == 0).then_some(d.limit.as_ref());
+        }
         let tier = self.tier_limit_count();
         if i < tier {
             self.tier().limits.get(i)
@@ -62,6 +112,9 @@ impl Resolved {
 
     /// Whether the `i`-th limit follows the load factor.
     pub fn is_adaptive(&self, i: usize) -> bool {
+        if let Some(d) = &self.descriptor {
+            return i == 0 && d.limit.adaptive;
+        }
         let in_rule = i >= self.tier_limit_count();
         self.tier().adaptive
             && (!in_rule || self.rule().adaptive)

@@ -301,7 +301,6 @@ fn relative_model_path_resolves_against_the_policy_folder() {
 
     let yaml = "default_tier: free
 tiers: { free: { limits: [ { name: h, algorithm: sliding_log, requests: 1, window: 1h } ] } }
-envoy_config: envoy/
 adaptive: { anomaly: { model: models/m.json } }
 ";
     let policy = Policy::from_yaml(yaml, Path::new("/etc/ratewarden")).unwrap();
@@ -309,10 +308,14 @@ adaptive: { anomaly: { model: models/m.json } }
         policy.adaptive.anomaly.model.as_deref(),
         Some(Path::new("/etc/ratewarden/models/m.json"))
     );
-    assert_eq!(
-        policy.envoy_config.as_deref(),
-        Some(Path::new("/etc/ratewarden/envoy/"))
-    );
+    // The envoy folder is loaded from beside the policy (it must exist: envoy.md).
+    let base = tempfile::tempdir().unwrap();
+    std::fs::create_dir(base.path().join("envoy")).unwrap();
+    std::fs::write(base.path().join("envoy/edge.yaml"), "domain: edge\n").unwrap();
+    let with_envoy = format!("{yaml}envoy_config: envoy/\n");
+    let policy = Policy::from_yaml(&with_envoy, base.path()).unwrap();
+    assert_eq!(policy.envoy_config, Some(base.path().join("envoy/")));
+    assert!(policy.envoy.unwrap().domain("edge").is_some());
 
     let absolute = yaml.replace("models/m.json", "/var/lib/rw/m.json");
     let policy = Policy::from_yaml(&absolute, Path::new("/etc/ratewarden")).unwrap();

@@ -17,13 +17,15 @@ pub struct Daemon {
 }
 
 impl Daemon {
-    /// Starts `ratewarden serve --policy POLICY --listen 127.0.0.1:0` and waits for its address.
+    /// Starts `ratewarden serve --policy POLICY --listen 127.0.0.1:0` (gRPC on a free port too,
+    /// unless `RATEWARDEN_GRPC_LISTEN` is in `extra_env`) and waits for its address.
     pub fn start(policy: &Path, extra_env: &[(&str, &str)]) -> Daemon {
         let mut command = Command::new(env!("CARGO_BIN_EXE_ratewarden"));
         command
             .args(["serve", "--policy"])
             .arg(policy)
             .args(["--listen", "127.0.0.1:0"])
+            .env("RATEWARDEN_GRPC_LISTEN", "127.0.0.1:0")
             .env("RATEWARDEN_HASH_KEY", "daemon test secret")
             .env("RATEWARDEN_LOG", "info")
             .stdin(Stdio::null())

@@ -1,0 +1,158 @@
+//! Several planned requests decided together, all or nothing: the descriptors of one Envoy
+//! call (envoy.md: "checked together, all or nothing, as on HTTP").
+//!
+//! Their checks go to the store as one request, so one atomic step (one Lua script on Redis)
+//! decides them all. Two descriptors that count the same limit under the same key (one user's
+//! tier limit, say) become one check carrying both costs, so the limit must have room for both.
+
+use super::{Decision, Engine, Plan};
+use crate::policy::OnError;
+use crate::store::{Applied, Check, CheckResults, Request, Store, StoreError};
+
+/// The decisions of requests decided together.
+#[derive(Debug)]
+pub struct Together {
+    /// Every enforced limit of every request passed, and all were consumed.
+    pub admitted: bool,
+    /// One per plan, in order. Each says whether its own limits passed; when `admitted` is
+    /// false nothing was consumed, and a passing one shows its quota unconsumed.
+    pub decisions: Vec<Decision>,
+}
+
+impl<S: Store> Engine<S> {
+    /// `blocked`: another part of the request can never pass, so these are only evaluated
+    /// (nothing is consumed) and the request is not admitted.
+    pub async fn decide_together(&self, plans: Vec<Plan>, blocked: bool) -> Together {
+        let requests: Vec<Request<'_>> = plans.iter().map(|p| p.store_request(false)).collect();
+        let (mut combined, slots) = merge(&requests);
+        combined.dry_run = blocked;
+        let started = quanta::Instant::now();
+        let result = self.store.apply(&combined).await;
+        self.observe_store(started);
+        let (result, degraded) = match result {
+            Ok(applied) => (Ok(applied), false),
+            Err(error) => (self.fallback_together(&combined, &error), true),
+        };
+        let costs: Vec<u64> = combined.checks.iter().map(|c| c.cost).collect();
+        drop(combined);
+        drop(requests);
+        match result {
+            Ok(mut applied) => {
+                applied.admitted &= !blocked;
+                if !applied.admitted {
+                    restore_unconsumed(&mut applied.checks, &costs);
+                }
+                let decisions = plans
+                    .into_iter()
+                    .zip(&slots)
+                    .map(|(plan, slots)| {
+                        let checks: CheckResults =
+                            slots.iter().map(|&j| applied.checks[j]).collect();
+                        let own = plan
+                            .resolved
+                            .limits()
+                            .zip(&checks)
+                            .all(|(limit, c)| limit.shadow || c.outcome.allowed);
+                        let mut d = Decision::from_applied(
+                            plan,
+                            &Applied {
+                                admitted: own,
+                                checks,
+                            },
+                        );
+                        d.degraded = degraded;
+                        d
+                    })
+                    .collect();
+                Together {
+                    admitted: applied.admitted,
+                    decisions,
+                }
+            }
+            Err(on_error) => {
+                let decisions: Vec<Decision> = plans
+                    .into_iter()
+                    .map(|plan| Self::without_store(plan, on_error))
+                    .collect();
+                Together {
+                    admitted: !blocked && decisions.iter().all(|d| d.allowed),
+                    decisions,
+                }
+            }
+        }
+    }
+
+    /// While the store fails: the per-instance limiter's answer under `on_error: local`, else
+    /// the `on_error` to apply without one.
+    fn fallback_together(
+        &self,
+        combined: &Request<'_>,
+        error: &StoreError,
+    ) -> Result<Applied, OnError> {
+        tracing::debug!(%error, "store failed; deciding per store.on_error");
+        let on_error = match error {
+            StoreError::Full => OnError::Deny,
+            _ => self.policy().store.on_error,
+        };
+        let local = match (&self.fallback, on_error) {
+            (Some(fallback), OnError::Local) => fallback.apply_now(combined).ok(),
+            _ => None,
+        };
+        let action = match (&local, on_error) {
+            (Some(_), _) => "local",
+            (None, OnError::Allow) => "allowed",
+            (None, _) => "denied",
+        };
+        self.metrics
+            .store_errors
+            .with_label_values(&[self.store.kind().label(), action])
+            .inc();
+        local.ok_or(on_error)
+    }
+}
+
+/// One store request with every distinct check once (equal ones carry the sum of costs), and
+/// for each plan the index of each of its checks in it.
+fn merge<'a>(requests: &[Request<'a>]) -> (Request<'a>, Vec<Vec<usize>>) {
+    let mut combined = Request::default();
+    let mut slots = Vec::with_capacity(requests.len());
+    for request in requests {
+        let mut own = Vec::with_capacity(request.checks.len());
+        for check in &request.checks {
+            match combined.checks.iter().position(|c| same_counter(c, check)) {
+                Some(j) => {
+                    combined.checks[j].cost = combined.checks[j].cost.saturating_add(check.cost);
+                    own.push(j);
+                }
+                None => {
+                    own.push(combined.checks.len());
+                    combined.checks.push(check.clone());
+                }
+            }
+        }
+        slots.push(own);
+    }
+    (combined, slots)
+}
+
+fn same_counter(a: &Check<'_>, b: &Check<'_>) -> bool {
+    a.subject == b.subject
+        && a.limit == b.limit
+        && a.rate == b.rate
+        && a.enforce == b.enforce
+        && a.probes == b.probes
+}
+
+/// In a request that was not admitted nothing was consumed: a passing check's remaining
+/// (reported after its cost) gets the cost back.
+fn restore_unconsumed(checks: &mut CheckResults, costs: &[u64]) {
+    for (check, cost) in checks.iter_mut().zip(costs) {
+        if check.outcome.allowed {
+            check.outcome.remaining = check
+                .outcome
+                .remaining
+                .saturating_add(*cost)
+                .min(check.outcome.limit);
+        }
+    }
+}

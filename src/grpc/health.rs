@@ -1,0 +1,36 @@
+//! gRPC health (`grpc.health.v1.Health`): `SERVING` when `/readyz` would answer 200, that is
+//! while the store answers a ping (a policy is always loaded once the daemon runs).
+//!
+//! The health service answers from statuses it holds, so a task pings the store every second
+//! and updates them, both for the whole server (`""`) and for the rate limit service.
+
+use super::SERVICE_NAME;
+use crate::engine::Engine;
+use crate::store::Store;
+use std::sync::Arc;
+use std::time::Duration;
+use tonic_health::ServingStatus;
+use tonic_health::server::HealthReporter;
+
+const PERIOD: Duration = Duration::from_secs(1);
+
+/// Pings the store once and publishes the result.
+pub async fn check_once(engine: &Engine, reporter: &HealthReporter) {
+    let status = match engine.store().ping().await {
+        Ok(()) => ServingStatus::Serving,
+        Err(_) => ServingStatus::NotServing,
+    };
+    for service in ["", SERVICE_NAME] {
+        reporter.set_service_status(service, status).await;
+    }
+}
+
+/// Keeps the statuses current until aborted.
+pub async fn track_readiness(engine: Arc<Engine>, reporter: HealthReporter) {
+    let mut tick = tokio::time::interval(PERIOD);
+    tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    loop {
+        tick.tick().await;
+        check_once(&engine, &reporter).await;
+    }
+}

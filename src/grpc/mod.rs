@@ -1,0 +1,72 @@
+//! The gRPC adapter (tonic): Envoy's rate limit service (`ShouldRateLimit`, envoy.md), gRPC
+//! health and server reflection, on `--grpc-listen`.
+//!
+//! It only translates: descriptors in, check requests or descriptor requests to the engine,
+//! decisions back as statuses and headers. Types come from the `envoy-types` crate; the
+//! descriptors that reflection serves are cut by `build.rs` from the set that crate ships, so
+//! they always describe exactly the types compiled in.
+
+mod health;
+mod native;
+mod response;
+mod service;
+
+use crate::engine::Engine;
+use crate::metrics::Metrics;
+use envoy_types::pb::envoy::service::ratelimit::v3::rate_limit_service_server::RateLimitServiceServer;
+use std::future::Future;
+use std::sync::Arc;
+use tokio::net::TcpListener;
+use tonic::transport::server::TcpIncoming;
+
+pub use service::RateLimitGrpc;
+
+/// The encoded `FileDescriptorSet` of Envoy's `rls.proto` and its imports.
+pub const RLS_DESCRIPTORS: &[u8] = include_bytes!(concat!(env!("OUT_DIR"), "/rls_descriptors.bin"));
+
+/// The full name of the rate limit service, as health checks name it.
+pub const SERVICE_NAME: &str = "envoy.service.ratelimit.v3.RateLimitService";
+
+/// Why the gRPC server could not be built or stopped with an error.
+#[derive(Debug, thiserror::Error)]
+pub enum GrpcError {
+    #[error("gRPC reflection: {0}")]
+    Reflection(#[from] tonic_reflection::server::Error),
+    #[error("gRPC server failed: {0}")]
+    Transport(#[from] tonic::transport::Error),
+}
+
+/// Serves the rate limit service, health and reflection on `listener` until `shutdown`
+/// resolves, then finishes the calls in flight.
+pub async fn serve(
+    listener: TcpListener,
+    engine: Arc<Engine>,
+    metrics: Arc<Metrics>,
+    shutdown: impl Future<Output = ()> + Send,
+) -> Result<(), GrpcError> {
+    let (reporter, health) = tonic_health::server::health_reporter();
+    health::check_once(&engine, &reporter).await;
+    let readiness = tokio::spawn(health::track_readiness(engine.clone(), reporter));
+    let reflection_v1 = tonic_reflection::server::Builder::configure()
+        .register_encoded_file_descriptor_set(RLS_DESCRIPTORS)
+        .register_encoded_file_descriptor_set(tonic_health::pb::FILE_DESCRIPTOR_SET)
+        .build_v1()?;
+    let reflection_v1alpha = tonic_reflection::server::Builder::configure()
+        .register_encoded_file_descriptor_set(RLS_DESCRIPTORS)
+        .register_encoded_file_descriptor_set(tonic_health::pb::FILE_DESCRIPTOR_SET)
+        .build_v1alpha()?;
+    let served = tonic::transport::Server::builder()
+        .add_service(RateLimitServiceServer::new(RateLimitGrpc::new(
+            engine, metrics,
+        )))
+        .add_service(health)
+        .add_service(reflection_v1)
+        .add_service(reflection_v1alpha)
+        .serve_with_incoming_shutdown(
+            TcpIncoming::from(listener).with_nodelay(Some(true)),
+            shutdown,
+        )
+        .await;
+    readiness.abort();
+    Ok(served?)
+}

@@ -1,0 +1,94 @@
+//! The real binary: `--grpc-listen` and `--envoy-config` from the environment, hot reload of
+//! the envoy configuration with the policy (a bad file keeps the old one), and SIGTERM
+//! stopping both servers.
+
+use crate::common::daemon::Daemon;
+use crate::harness::*;
+use envoy_types::pb::envoy::service::ratelimit::v3::rate_limit_service_client::RateLimitServiceClient;
+use std::net::SocketAddr;
+use std::path::Path;
+use std::time::{Duration, Instant};
+
+fn limit_file(dir: &Path, requests: &str) {
+    std::fs::write(
+        dir.join("edge.yaml"),
+        format!(
+            "domain: edge\ndescriptors:\n  - key: remote_address\n    rate_limit: {{ unit: hour, requests_per_unit: {requests} }}\n"
+        ),
+    )
+    .unwrap();
+}
+
+pub fn grpc_addr(daemon: &mut Daemon) -> SocketAddr {
+    let line = daemon.wait_for("ratewarden listening", Duration::from_secs(20));
+    line.split_whitespace()
+        .find_map(|w| w.strip_prefix("grpc="))
+        .expect("the listening line names the gRPC address")
+        .parse()
+        .unwrap()
+}
+
+/// Starts the binary with the example policy and `envoy` as --envoy-config.
+pub fn start_daemon(envoy: &Path) -> (Daemon, SocketAddr, tempfile::TempDir) {
+    let dir = tempfile::tempdir().unwrap();
+    let policy = dir.path().join("policy.yaml");
+    std::fs::write(&policy, NATIVE_POLICY).unwrap();
+    let mut daemon = Daemon::start(
+        &policy,
+        &[
+            ("RATEWARDEN_GRPC_LISTEN", "127.0.0.1:0"),
+            ("RATEWARDEN_ENVOY_CONFIG", envoy.to_str().unwrap()),
+        ],
+    );
+    let addr = grpc_addr(&mut daemon);
+    (daemon, addr, dir)
+}
+
+async fn limit_of(addr: SocketAddr) -> Option<u32> {
+    let mut client = RateLimitServiceClient::connect(format!("http://{addr}"))
+        .await
+        .unwrap();
+    let r = client
+        .should_rate_limit(one("edge", &[("remote_address", "192.0.2.1")]))
+        .await
+        .unwrap()
+        .into_inner();
+    current(&r.statuses[0]).map(|c| c.0)
+}
+
+#[tokio::test]
+async fn envoy_config_reloads_with_the_policy_and_a_bad_file_keeps_the_old() {
+    let envoy = tempfile::tempdir().unwrap();
+    limit_file(envoy.path(), "5");
+    let (mut daemon, addr, _policy_dir) = start_daemon(envoy.path());
+    assert_eq!(limit_of(addr).await, Some(5));
+
+    limit_file(envoy.path(), "7");
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while limit_of(addr).await != Some(7) {
+        assert!(
+            Instant::now() < deadline,
+            "the new envoy file was not loaded"
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+
+    limit_file(envoy.path(), "many");
+    daemon.wait_for(
+        "edge.yaml: descriptors[0].rate_limit.requests_per_unit: must be a number",
+        Duration::from_secs(10),
+    );
+    assert_eq!(limit_of(addr).await, Some(7));
+    let (_, metrics) = daemon.get("/metrics");
+    assert!(
+        metrics.contains("ratewarden_config_reloads_total{kind=\"policy\",result=\"error\"} 1")
+    );
+
+    // SIGTERM stops both servers, and the process exits cleanly.
+    // (Off this thread: the clients' connections must be free to close as asked.)
+    let status = tokio::task::spawn_blocking(move || daemon.stop(Duration::from_secs(10)))
+        .await
+        .unwrap();
+    assert!(status.success(), "{status:?}");
+    assert!(std::net::TcpStream::connect(addr).is_err());
+}

@@ -1,0 +1,168 @@
+//! Native descriptors (a domain no envoy configuration names): one check request each on the
+//! policy, read like forward auth; and malformed requests.
+
+use crate::harness::*;
+use tonic::Code;
+
+async fn server() -> Server {
+    start(policy_with(NATIVE_POLICY, Some(&fixtures().join("valid")))).await
+}
+
+#[tokio::test]
+async fn a_descriptor_is_a_check_request_on_the_policy() {
+    let s = server().await;
+    let search = [("user", "alice"), ("path", "/api/search?q=rust")];
+    for remaining in [2, 1, 0] {
+        let r = s.ask(one("web", &search)).await;
+        assert_eq!(r.overall_code, OK);
+        assert_eq!(
+            current(&r.statuses[0]),
+            Some((3, unit::MINUTE, "search".to_owned()))
+        );
+        assert_eq!(r.statuses[0].limit_remaining, remaining);
+    }
+    let over = s.ask(one("web", &search)).await;
+    assert_eq!(over.overall_code, OVER_LIMIT);
+    assert_eq!(
+        header(&over, "ratelimit-policy"),
+        Some("\"search\";q=3;w=60")
+    );
+    assert!(header(&over, "retry-after").is_some());
+    // HTTP's checks share the counters.
+    let decision = s
+        .engine
+        .check(&ratewarden::engine::CheckRequest::new(
+            "alice",
+            "/api/search",
+        ))
+        .await
+        .unwrap();
+    assert!(!decision.allowed);
+}
+
+#[tokio::test]
+async fn the_subject_is_user_then_api_key_then_the_address() {
+    let s = server().await;
+    // api_key and remote_address: the key is the subject; without an endpoint the
+    // default_endpoint limits apply.
+    let by_key = [("remote_address", "203.0.113.9"), ("api_key", "k-1")];
+    let r = s.ask(one("web", &by_key)).await;
+    assert_eq!(
+        current(&r.statuses[0]).map(|c| c.2),
+        Some("endpoint".to_owned())
+    );
+    assert_eq!(r.statuses[0].limit_remaining, 4);
+    let r = s.ask(one("web", &[("api_key", "k-1")])).await;
+    assert_eq!(r.statuses[0].limit_remaining, 3);
+    // The address alone is a subject too.
+    let r = s
+        .ask(one("web", &[("remote_address", "203.0.113.9")]))
+        .await;
+    assert_eq!(r.statuses[0].limit_remaining, 4);
+    // A tier named by the descriptor: pro's hourly limit is 1000, the headline stays the
+    // endpoint's (least remaining).
+    let pro = s
+        .ask(one(
+            "web",
+            &[("user", "carol"), ("tier", "pro"), ("endpoint", "/x")],
+        ))
+        .await;
+    assert_eq!(pro.statuses[0].limit_remaining, 4);
+}
+
+#[tokio::test]
+async fn key_ip_rules_count_per_address() {
+    let s = server().await;
+    let login = |user: &'static str| {
+        one(
+            "web",
+            &[
+                ("user", user),
+                ("path", "/login"),
+                ("remote_address", "192.0.2.1"),
+            ],
+        )
+    };
+    assert_eq!(s.ask(login("a")).await.overall_code, OK);
+    assert_eq!(s.ask(login("b")).await.overall_code, OK);
+    let r = s.ask(login("c")).await;
+    assert_eq!(r.overall_code, OVER_LIMIT);
+    // A 5 m window is no whole unit: UNKNOWN.
+    assert_eq!(
+        current(&r.statuses[0]),
+        Some((2, unit::UNKNOWN, "login".to_owned()))
+    );
+}
+
+#[tokio::test]
+async fn no_subject_is_ok_with_no_limit_counted_as_native() {
+    let s = server().await;
+    let r = s.ask(one("web", &[("header_match", "x")])).await;
+    assert_eq!(r.overall_code, OK);
+    assert_eq!(r.statuses[0].current_limit, None);
+    assert!(
+        s.metrics_text()
+            .contains("ratewarden_envoy_unmatched_total{domain=\"native\"} 1")
+    );
+}
+
+#[tokio::test]
+async fn malformed_requests_are_invalid_argument_naming_the_problem() {
+    let s = server().await;
+    let big = |n: u32| {
+        let mut r = one("web", &[("user", "a")]);
+        r.hits_addend = n;
+        r
+    };
+    let mut own_zero = one("web", &[("user", "a")]);
+    own_zero.descriptors[0].hits_addend =
+        Some(envoy_types::pb::google::protobuf::UInt64Value { value: 0 });
+    let cases = [
+        (one("", &[("user", "a")]), "domain must not be empty"),
+        (request("web", vec![]), "descriptors must not be empty"),
+        (
+            request("web", vec![descriptor(&[("user", "a")]), descriptor(&[])]),
+            "descriptors[1] has no entries",
+        ),
+        (
+            one("web", &[("user", "a"), ("", "x")]),
+            "descriptors[0].entries[1] has an empty key",
+        ),
+        (
+            big(1_000_001),
+            "hits_addend must be between 1 and 1000000, not 1000001",
+        ),
+        (
+            own_zero,
+            "descriptors[0].hits_addend must be between 1 and 1000000, not 0",
+        ),
+        (
+            one("web", &[("user", "a"), ("tier", "gold")]),
+            "descriptors[0]: unknown tier \"gold\"",
+        ),
+        (
+            one("web", &[("user", "a"), ("ip", "not-an-ip")]),
+            "descriptors[0]: entry ip \"not-an-ip\" is not an IP address",
+        ),
+        (
+            one("web", &[("user", "a"), ("path", "/login")]),
+            "descriptors[0]: rule endpoints[1] (/login) counts per IP address (key: ip) and the request has no `ip`",
+        ),
+        (
+            request(
+                "edge",
+                vec![with_override(
+                    descriptor(&[("remote_address", "1.1.1.1")]),
+                    1,
+                    0,
+                )],
+            ),
+            "descriptors[0].limit.unit must be SECOND, MINUTE, HOUR, DAY, WEEK, MONTH or YEAR, not 0",
+        ),
+    ];
+    for (request, message) in cases {
+        let status = s.refused(request).await;
+        assert_eq!(status.code(), Code::InvalidArgument, "{message}");
+        assert_eq!(status.message(), message);
+    }
+}
