@@ -41,6 +41,12 @@ pub enum Command {
         /// Bearer token of the admin API; the admin API answers 404 when unset.
         #[arg(long, env = "RATEWARDEN_ADMIN_TOKEN", hide_env_values = true)]
         admin_token: Option<String>,
+        /// Use this load factor (above 0, at most 10) for the life of the process instead of
+        /// the one CPU use gives, for hosts whose CPU says nothing of this service (shared
+        /// hosts, CI). The CPU is still sampled for its gauge; the admin API's
+        /// `load_factor_override` still takes precedence.
+        #[arg(long, env = "RATEWARDEN_PIN_LOAD_FACTOR", value_parser = pinned_factor)]
+        pin_load_factor: Option<f64>,
     },
     /// Validate a policy file (with its envoy_config folder), or an envoyproxy/ratelimit
     /// configuration folder: print every error with its path, exit non-zero on any.
@@ -90,4 +96,11 @@ pub enum Command {
         #[arg(long, default_value_t = 4)]
         components: usize,
     },
+}
+
+fn pinned_factor(text: &str) -> Result<f64, String> {
+    match text.parse::<f64>() {
+        Ok(x) if x > 0.0 && x <= 10.0 => Ok(x),
+        _ => Err(format!("{text:?} is not a number above 0 and at most 10")),
+    }
 }

@@ -37,6 +37,7 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             envoy_config,
             hash_key,
             admin_token,
+            pin_load_factor,
         } => {
             let runtime = tokio::runtime::Runtime::new().context("starting the async runtime")?;
             runtime.block_on(daemon::serve(ServeConfig {
@@ -46,6 +47,7 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
                 envoy_config,
                 hash_key,
                 admin_token,
+                pin_load_factor,
             }))?;
             Ok(ExitCode::SUCCESS)
         }

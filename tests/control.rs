@@ -14,3 +14,6 @@ mod cycle;
 
 #[path = "control/shared.rs"]
 mod shared;
+
+#[path = "control/simulated.rs"]
+mod simulated;

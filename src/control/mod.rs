@@ -49,6 +49,8 @@ pub struct ControlLoop {
     window_len: Duration,
     judge: Judge,
     shared: Option<shared::SharedControl>,
+    /// `--pin-load-factor`: the factor in place of the measured one.
+    pinned_load: Option<f64>,
 }
 
 impl ControlLoop {
@@ -68,7 +70,14 @@ impl ControlLoop {
             window_len,
             judge: Judge::default(),
             shared,
+            pinned_load: None,
         }
+    }
+
+    /// Uses `factor` as the load factor instead of the one the CPU samples give.
+    pub fn with_pinned_load_factor(mut self, factor: f64) -> Self {
+        self.pinned_load = Some(factor);
+        self
     }
 
     /// One cycle at the engine's clock's time.
@@ -80,10 +89,12 @@ impl ControlLoop {
         let metrics = self.engine.metrics().clone();
 
         let thresholds = scale.thresholds();
+        // Sampled even when pinned: the CPU gauge still tells operators what the host does.
         let sample = self.sampler.sample(now);
-        let factor = self
+        let measured = self
             .load
             .update(sample, policy.adaptive.load.smoothing, &thresholds);
+        let factor = self.pinned_load.unwrap_or(measured);
         scale.set_load_factor(factor);
         metrics.load_factor.set(scale.load_factor());
         if let Some(smoothed) = self.load.smoothed() {

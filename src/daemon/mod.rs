@@ -33,6 +33,8 @@ pub struct ServeConfig {
     pub hash_key: Option<String>,
     /// `RATEWARDEN_ADMIN_TOKEN`; the admin API is off when absent.
     pub admin_token: Option<String>,
+    /// `--pin-load-factor`: no CPU sampling; this load factor instead.
+    pub pin_load_factor: Option<f64>,
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -119,7 +121,10 @@ pub async fn serve(config: ServeConfig) -> Result<(), ServeError> {
     let reloader = Reloader::new(config.policy.clone(), engine.clone(), model.clone())
         .with_envoy_config(config.envoy_config.clone());
     reloader.clone().spawn_watch();
-    let control = ControlLoop::new(engine.clone(), model, Box::new(SystemLoad::new()));
+    let mut control = ControlLoop::new(engine.clone(), model, Box::new(SystemLoad::new()));
+    if let Some(factor) = config.pin_load_factor {
+        control = control.with_pinned_load_factor(factor);
+    }
     tokio::spawn(control.run(std::future::pending()));
     let sweeper = engine.clone();
     tokio::spawn(async move {

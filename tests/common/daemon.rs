@@ -28,6 +28,8 @@ impl Daemon {
             .env("RATEWARDEN_GRPC_LISTEN", "127.0.0.1:0")
             .env("RATEWARDEN_HASH_KEY", "daemon test secret")
             .env("RATEWARDEN_LOG", "info")
+            // Limits as written, whatever the CPU of this shared machine (a test may override).
+            .env("RATEWARDEN_PIN_LOAD_FACTOR", "1")
             .stdin(Stdio::null())
             .stdout(Stdio::null())
             .stderr(Stdio::piped());

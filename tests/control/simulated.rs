@@ -1,0 +1,153 @@
+//! The shipped model in the control loop, on simulated traffic it was not trained on, driven
+//! through the engine on a manual clock: abusers are flagged and their limits shrink; pollers
+//! and users behind a shared NAT address are never flagged.
+
+use super::cycle::Scripted;
+use ratewarden::clock::ManualClock;
+use ratewarden::control::{ControlLoop, ModelSlot};
+use ratewarden::engine::{CheckRequest, Engine, Reason, SubjectHasher};
+use ratewarden::policy::Policy;
+use ratewarden::simulate::{Label, SimulateConfig, simulate};
+use ratewarden::store::{Backend, MemoryStore};
+use std::collections::{HashMap, HashSet};
+use std::path::Path;
+use std::sync::Arc;
+use std::time::Duration;
+
+#[tokio::test]
+async fn the_shipped_model_flags_abusers_and_never_pollers_or_nat_users() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let policy = Policy::load(&root.join("ratewarden.yaml")).expect("the example policy");
+    let model_path = policy.adaptive.anomaly.model.clone();
+    let interval = policy.adaptive.interval;
+    let min_requests = policy.adaptive.anomaly.min_requests.get();
+    let config = SimulateConfig {
+        seed: 424_242,
+        duration: Duration::from_secs(1800),
+        subjects: 330,
+        ..SimulateConfig::default()
+    };
+    let traffic = simulate(&config);
+    let start = (config.start * 1e6) as u64;
+    let clock = ManualClock::starting_at(start);
+    let store = MemoryStore::new(Arc::new(clock.clone()), 4_000_000);
+    let engine = Arc::new(
+        Engine::new(
+            policy,
+            Backend::Memory(store),
+            SubjectHasher::from_secret("sim"),
+        )
+        .with_clock(Arc::new(clock.clone())),
+    );
+    let model = Arc::new(ModelSlot::new(engine.metrics().clone()));
+    model
+        .load(model_path.as_deref())
+        .expect("the shipped model loads");
+    let mut control = ControlLoop::new(
+        engine.clone(),
+        model,
+        Box::new(Scripted(Default::default())),
+    );
+
+    let interval_us = interval.as_micros() as u64;
+    let mut next_cycle = start + interval_us;
+    let mut archetype = HashMap::new();
+    let mut label = HashMap::new();
+    let mut seen: HashMap<String, u64> = HashMap::new();
+    // When a subject had min_requests requests, and when it was first flagged.
+    let mut enough_at: HashMap<String, u64> = HashMap::new();
+    let mut flagged_at: HashMap<String, u64> = HashMap::new();
+    let mut anomaly_denials = 0usize;
+    let by_hash: HashMap<_, _> = traffic
+        .iter()
+        .map(|r| (engine.hasher().user(&r.user), r.user.clone()))
+        .collect();
+    for record in &traffic {
+        let at = (record.ts * 1e6) as u64;
+        while next_cycle <= at {
+            clock.set(next_cycle);
+            control.cycle().await;
+            for (subject, user) in &by_hash {
+                if engine
+                    .scale_factors()
+                    .standing(*subject)
+                    .is_some_and(|s| s.flagged)
+                {
+                    flagged_at.entry(user.clone()).or_insert(next_cycle);
+                }
+            }
+            next_cycle += interval_us;
+        }
+        clock.set(at.max(clock_now(&clock)));
+        archetype.insert(
+            record.user.clone(),
+            record.archetype.clone().unwrap_or_default(),
+        );
+        label.insert(record.user.clone(), record.label);
+        let count = seen.entry(record.user.clone()).or_default();
+        *count += 1;
+        if *count == min_requests {
+            enough_at.insert(record.user.clone(), at);
+        }
+        let mut request = CheckRequest::new(&record.user, &record.endpoint);
+        request.tier = record.tier.as_deref();
+        request.ip = record.ip.as_deref().and_then(|ip| ip.parse().ok());
+        let decision = engine.check(&request).await.expect("decidable");
+        anomaly_denials += usize::from(decision.reason == Some(Reason::Anomaly));
+        if let (true, Some(status)) = (decision.allowed, record.status) {
+            engine.report(&record.user, status);
+        }
+    }
+
+    let never = ["fast_poller", "mobile_poller", "nat_user", "integration"];
+    let wrongly: Vec<_> = flagged_at
+        .keys()
+        .filter(|u| label[*u] == Some(Label::Normal))
+        .map(|u| format!("{u} ({})", archetype[u]))
+        .collect();
+    let of_kind = |kind: &str| archetype.values().filter(|a| *a == kind).count();
+    for kind in never {
+        assert!(of_kind(kind) > 0, "the run has {kind}s");
+        assert!(
+            !wrongly.iter().any(|w| w.contains(kind)),
+            "a {kind} was flagged: {wrongly:?}"
+        );
+    }
+    let normal = label
+        .values()
+        .filter(|l| **l == Some(Label::Normal))
+        .count();
+    assert!(
+        wrongly.len() * 100 <= normal,
+        "over 1 % of normal subjects flagged: {wrongly:?}"
+    );
+
+    let abusers: HashSet<_> = label
+        .iter()
+        .filter(|(_, l)| **l == Some(Label::Abuse))
+        .map(|(u, _)| u.clone())
+        .collect();
+    let caught = abusers
+        .iter()
+        .filter(|u| flagged_at.contains_key(*u))
+        .count();
+    let mut delays: Vec<f64> = abusers
+        .iter()
+        .filter_map(|u| Some((flagged_at.get(u)? - enough_at.get(u)?) as f64 / 1e6))
+        .collect();
+    delays.sort_by(f64::total_cmp);
+    eprintln!(
+        "abusers flagged: {caught}/{}; seconds from the {min_requests}th request to the flag: {delays:?}; normal flagged: {wrongly:?}; anomaly denials: {anomaly_denials}",
+        abusers.len()
+    );
+    assert!(
+        caught * 10 >= abusers.len() * 9,
+        "at least 90 % of abusers flagged"
+    );
+    assert!(anomaly_denials > 0, "flagged abusers' limits shrank");
+}
+
+fn clock_now(clock: &ManualClock) -> u64 {
+    use ratewarden::clock::Clock;
+    clock.now()
+}
