@@ -6,7 +6,7 @@
 //! - [`algorithm`]: the five algorithms as pure functions of (state, now, rate, cost).
 //! - [`policy`]: the policy file, compiled from YAML into types that cannot be invalid.
 //! - [`store`]: where usage lives: the [`store::Store`] trait, the embedded store, and the Redis
-//!   store (one Lua script per request; Redis Cluster).
+//!   store (one Lua script per request; Redis Cluster; a primary named by Redis Sentinel).
 //! - [`engine`]: resolves tier and endpoint rule, scales limits, and turns store outcomes
 //!   into a [`engine::Decision`].
 //! - [`features`]: per-subject access features (rates and ratios over the anomaly window).

@@ -12,6 +12,7 @@ mod raw;
 
 use crate::algorithm::{Algorithm, Rate};
 use crate::clock::{Micros, micros};
+use crate::store::SentinelUrl;
 use std::num::NonZeroU64;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
@@ -49,7 +50,8 @@ pub enum StoreUrl {
     Memory,
     Redis(String),
     RedisCluster(Vec<String>),
-    RedisSentinel(String),
+    /// `redis+sentinel://`: the primary that these Sentinels name, followed across failovers.
+    RedisSentinel(SentinelUrl),
 }
 
 /// What a decision does while the store fails.
