@@ -1,7 +1,8 @@
 //! `redis+sentinel://`: a Redis primary, a replica and three Sentinels started by the test; three
 //! daemons (on_error allow, deny, local) send traffic while the primary is killed (SIGKILL). The
 //! Sentinels promote the replica; meanwhile each daemon answers per `on_error` with
-//! `degraded: true` and /readyz 503; within 2 s of the switch it decides from the new primary,
+//! `degraded: true` and /readyz 503; within 2 s of the failover's end (`+switch-master`) it
+//! decides from the new primary,
 //! and only from it, again. The usage the new primary forgot (replication is asynchronous) is
 //! counted for each subject and printed (README, "Redis Sentinel").
 
@@ -14,10 +15,12 @@ use std::net::SocketAddr;
 use std::thread::sleep;
 use std::time::{Duration, Instant};
 
-/// How soon after a Sentinel names the new primary every daemon must decide from it.
+/// How soon after a Sentinel ends the failover (names the new primary in `SENTINEL MASTER`)
+/// every daemon must decide from the new primary.
 const FOLLOW: Duration = Duration::from_secs(2);
-/// How long the Sentinels may take to notice the crash and promote the replica (down after 1 s).
-const FAILOVER: Duration = Duration::from_secs(20);
+/// How long the Sentinels may take to notice the crash and promote the replica (down after 1 s;
+/// 2.2 to 2.5 s on an idle machine, up to 10 s seen with both cores busy).
+const FAILOVER: Duration = Duration::from_secs(25);
 
 fn wait_ready(addr: SocketAddr) {
     let deadline = Instant::now() + Duration::from_secs(10);
@@ -85,7 +88,7 @@ fn follows_a_failover_answering_per_on_error_meanwhile() {
     }
     let switched = switched.expect("the replica was promoted");
     println!(
-        "the sentinels named the replica {} ms after the kill",
+        "the sentinels ended the failover to the replica {} ms after the kill",
         (switched - killed).as_millis()
     );
     // Normal again for a while: the daemons stay on the new primary.

@@ -255,10 +255,11 @@ impl Sentinel {
             .map(|v| v.to_string())
     }
 
-    /// The port of the primary this Sentinel names now.
+    /// The port of the primary in this Sentinel's `SENTINEL MASTER` (what clients read): the
+    /// promoted replica's once the failover has ended (`+switch-master`; GET-MASTER-ADDR-BY-NAME
+    /// names it a little earlier, while the other replicas are still being reconfigured).
     pub fn primary_port(&self) -> Option<u16> {
-        let out = self.cli(&["SENTINEL", "GET-MASTER-ADDR-BY-NAME", PRIMARY_NAME]);
-        out.lines().nth(1).and_then(|p| p.trim().parse().ok())
+        self.primary_field("port")?.parse().ok()
     }
 
     pub fn kill(&mut self) {
@@ -321,7 +322,7 @@ impl SentinelGroup {
         format!("redis+sentinel://{}/{PRIMARY_NAME}/0", hosts.join(","))
     }
 
-    /// Whether any Sentinel names the replica as the primary now.
+    /// Whether any Sentinel has ended the failover to the replica.
     pub fn replica_promoted(&self) -> bool {
         self.sentinels
             .iter()
