@@ -4,13 +4,16 @@
 //! `degraded: true` and /readyz 503; within 2 s of the failover's end (`+switch-master`) it
 //! decides from the new primary,
 //! and only from it, again. The usage the new primary forgot (replication is asynchronous) is
-//! counted for each subject and printed (README, "Redis Sentinel").
+//! counted for each subject and printed (README, "Redis Sentinel"). Also: a daemon started while
+//! no Sentinel answers serves per `on_error` and follows the primary once one does.
 
 mod common;
 
 use common::daemon::Daemon;
-use common::on_error::{MODES, Sample, Traffic, counted, get, metric, write_policy};
-use common::redis::SentinelGroup;
+use common::on_error::{
+    MODES, Sample, Traffic, assert_degraded, check, counted, get, metric, write_policy,
+};
+use common::redis::{PRIMARY_NAME, RedisServer, Sentinel, SentinelGroup, free_port};
 use std::net::SocketAddr;
 use std::thread::sleep;
 use std::time::{Duration, Instant};
@@ -171,6 +174,40 @@ fn follows_a_failover_answering_per_on_error_meanwhile() {
             Duration::from_secs(2),
         );
         assert!(line.contains("following the primary"), "{line}");
+    }
+    for daemon in daemons {
+        assert!(daemon.stop(Duration::from_secs(10)).success());
+    }
+}
+
+#[test]
+fn starts_while_no_sentinel_answers_and_follows_the_primary_once_one_does() {
+    let primary = RedisServer::start();
+    let port = free_port();
+    let url = format!("redis+sentinel://127.0.0.1:{port}/{PRIMARY_NAME}");
+    let dir = tempfile::tempdir().unwrap();
+    let daemons: Vec<Daemon> = MODES
+        .iter()
+        .map(|&m| Daemon::start(&write_policy(dir.path(), &url, m, "200ms"), &[]))
+        .collect();
+    for (daemon, mode) in daemons.iter().zip(MODES) {
+        assert_eq!(get(daemon.addr, "/readyz").status, 503);
+        assert_degraded(mode, &check(daemon.addr, "cold"));
+    }
+
+    let _sentinel = Sentinel::start_on(port, primary.port, 1);
+    let up = Instant::now();
+    for daemon in &daemons {
+        wait_ready(daemon.addr);
+    }
+    println!(
+        "ready {} ms after the sentinel started",
+        up.elapsed().as_millis()
+    );
+    assert!(up.elapsed() < Duration::from_secs(5), "{:?}", up.elapsed());
+    // The three count one subject together on the primary.
+    for (i, daemon) in daemons.iter().enumerate() {
+        assert_eq!(counted(daemon.addr, "cold"), i as u64 + 1);
     }
     for daemon in daemons {
         assert!(daemon.stop(Duration::from_secs(10)).success());

@@ -198,8 +198,12 @@ pub struct Sentinel {
 impl Sentinel {
     /// Watches the primary on `primary_port` with a quick failure detector: down after 1 s.
     pub fn start(primary_port: u16, quorum: u32) -> Sentinel {
+        Self::start_on(free_port(), primary_port, quorum)
+    }
+
+    /// The same on a given port.
+    pub fn start_on(port: u16, primary_port: u16, quorum: u32) -> Sentinel {
         let tmp = tempfile::tempdir().expect("temp dir");
-        let port = free_port();
         let config = tmp.path().join("sentinel.conf");
         std::fs::write(
             &config,
