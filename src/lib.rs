@@ -7,7 +7,7 @@
 //! - [`policy`]: the policy file, compiled from YAML into types that cannot be invalid.
 //! - [`envoy_config`]: envoyproxy/ratelimit configuration folders, compiled like the policy.
 //! - [`store`]: where usage lives: the [`store::Store`] trait, the embedded store, and the Redis
-//!   store (one Lua script per request; Redis Cluster).
+//!   store (one Lua script per request; Redis Cluster; a primary named by Redis Sentinel).
 //! - [`engine`]: resolves tier and endpoint rule, scales limits, and turns store outcomes
 //!   into a [`engine::Decision`].
 //! - [`features`]: per-subject access features (rates and ratios over the anomaly window).

@@ -13,6 +13,7 @@ use super::{
     EndpointRule, Identity, KeyScope, OnError, PathPattern, Policy, PolicyErrors, StoreConfig,
     StoreUrl,
 };
+use crate::store::SentinelUrl;
 use limits::{compile_endpoint, compile_tier, limits};
 use serde_yaml_ng::Value;
 use std::collections::HashSet;
@@ -243,7 +244,13 @@ fn store_url(e: &mut Errors, url: &str) -> Option<StoreUrl> {
         return Some(StoreUrl::Redis(url.to_owned()));
     }
     if url.starts_with("redis+sentinel://") {
-        return Some(StoreUrl::RedisSentinel(url.to_owned()));
+        return match SentinelUrl::parse(url) {
+            Ok(parsed) => Some(StoreUrl::RedisSentinel(parsed)),
+            Err(message) => {
+                e.push("store.url", message);
+                None
+            }
+        };
     }
     if let Some(nodes) = url.strip_prefix("redis+cluster://") {
         let nodes: Vec<String> = nodes

@@ -13,6 +13,7 @@ pub(crate) mod raw;
 use crate::algorithm::{Algorithm, Rate};
 use crate::clock::{Micros, micros};
 use crate::envoy_config::EnvoyConfig;
+use crate::store::SentinelUrl;
 use std::num::NonZeroU64;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -54,7 +55,8 @@ pub enum StoreUrl {
     Memory,
     Redis(String),
     RedisCluster(Vec<String>),
-    RedisSentinel(String),
+    /// `redis+sentinel://`: the primary that these Sentinels name, followed across failovers.
+    RedisSentinel(SentinelUrl),
 }
 
 /// What a decision does while the store fails.

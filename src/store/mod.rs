@@ -15,7 +15,7 @@ use std::future::Future;
 
 pub use key::{KeyHash, LimitId};
 pub use memory::MemoryStore;
-pub use redis::{RedisStore, SharedTotals};
+pub use redis::{RedisStore, SentinelUrl, SharedTotals};
 
 /// One limit to check within a request.
 #[derive(Debug, Clone)]
@@ -206,8 +206,6 @@ impl Backend {
 /// Why a store could not be opened.
 #[derive(Debug, thiserror::Error)]
 pub enum OpenError {
-    #[error("store {0} is not supported by this build yet")]
-    Unsupported(String),
     #[error("cannot open store {url}: {source}")]
     Redis {
         url: String,
@@ -240,6 +238,12 @@ pub async fn open(
                 url: nodes.join(","),
                 source,
             }),
-        StoreUrl::RedisSentinel(url) => Err(OpenError::Unsupported(url.clone())),
+        StoreUrl::RedisSentinel(url) => RedisStore::connect_sentinel(url, prefix, timeout)
+            .await
+            .map(Backend::Redis)
+            .map_err(|source| OpenError::Redis {
+                url: url.to_string(),
+                source,
+            }),
     }
 }

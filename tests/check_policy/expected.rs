@@ -97,6 +97,21 @@ pub const BAD: &[(&str, &[&str])] = &[
         )],
     ),
     (
+        "sentinel_url_without_primary_name",
+        &[concat!(
+            "store.url: redis+sentinel:// needs the primary's name after the hosts ",
+            "(redis+sentinel://host:26379,.../mymaster[/db])"
+        )],
+    ),
+    (
+        "sentinel_url_bad_port",
+        &["store.url: \"10.0.0.2:2637x\" is not a sentinel host[:port] (port from 1 to 65535)"],
+    ),
+    (
+        "sentinel_url_bad_database",
+        &["store.url: database \"cache\" is not a number from 0 up"],
+    ),
+    (
         "bad_on_error",
         &["store.on_error: unknown value \"retry\" (expected allow, deny or local)"],
     ),
@@ -160,4 +175,9 @@ pub const MANY_ERRORS: &[&str] = &[
     "adaptive.anomaly.threshold: must be between 0 and 1",
 ];
 
-pub const VALID: &[&str] = &["minimal", "prefix_endpoints", "range_edges"];
+pub const VALID: &[&str] = &[
+    "minimal",
+    "prefix_endpoints",
+    "range_edges",
+    "redis_sentinel",
+];

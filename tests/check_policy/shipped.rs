@@ -392,3 +392,30 @@ fn range_edges_are_inclusive_where_policy_md_says_so() {
         ],
     );
 }
+
+#[test]
+fn a_sentinel_url_names_the_sentinels_the_primary_and_its_login() {
+    let policy = valid_fixture("redis_sentinel");
+    let StoreUrl::RedisSentinel(url) = &policy.store.url else {
+        panic!("{:?}", policy.store.url);
+    };
+    assert_eq!(
+        url.sentinels,
+        [
+            ("10.0.0.1".to_owned(), 26380),
+            ("10.0.0.2".to_owned(), 26379),
+            ("fd00::3".to_owned(), 26379)
+        ]
+    );
+    assert_eq!((url.primary_name.as_str(), url.db), ("mymaster", 2));
+    assert_eq!(
+        (url.username.as_deref(), url.password.as_deref()),
+        (None, Some("s3cr@t"))
+    );
+    // Logs and errors show the URL without its password.
+    assert_eq!(
+        url.to_string(),
+        "redis+sentinel://:***@10.0.0.1:26380,10.0.0.2:26379,[fd00::3]:26379/mymaster/2"
+    );
+    assert!(!format!("{:?}", policy.store).contains("s3cr"));
+}

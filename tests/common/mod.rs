@@ -3,6 +3,7 @@
 
 pub mod daemon;
 pub mod http;
+pub mod on_error;
 pub mod prometheus;
 pub mod redis;
 pub mod rng;

@@ -1,5 +1,6 @@
 //! Real `redis-server` processes for tests: started on free loopback ports with no
-//! persistence, stopped (or killed with SIGKILL) by PID. A Redis Cluster too.
+//! persistence, stopped (or killed with SIGKILL) by PID. A Redis Cluster too, and a primary with a
+//! replica watched by three Sentinels.
 
 use std::net::TcpListener;
 use std::path::PathBuf;
@@ -181,5 +182,162 @@ impl RedisCluster {
             .iter()
             .map(|n| format!("redis://127.0.0.1:{}", n.port))
             .collect()
+    }
+}
+
+/// The name Sentinels monitor the test's primary under.
+pub const PRIMARY_NAME: &str = "mymaster";
+
+/// One `redis-sentinel` process with its own config file (Sentinel rewrites it) in a temp dir.
+pub struct Sentinel {
+    child: Option<Child>,
+    pub port: u16,
+    _tmp: tempfile::TempDir,
+}
+
+impl Sentinel {
+    /// Watches the primary on `primary_port` with a quick failure detector: down after 1 s.
+    pub fn start(primary_port: u16, quorum: u32) -> Sentinel {
+        Self::start_on(free_port(), primary_port, quorum)
+    }
+
+    /// The same on a given port.
+    pub fn start_on(port: u16, primary_port: u16, quorum: u32) -> Sentinel {
+        let tmp = tempfile::tempdir().expect("temp dir");
+        let config = tmp.path().join("sentinel.conf");
+        std::fs::write(
+            &config,
+            format!(
+                "port {port}\nbind 127.0.0.1\nprotected-mode no\ndir {dir}\n\
+                 sentinel monitor {PRIMARY_NAME} 127.0.0.1 {primary_port} {quorum}\n\
+                 sentinel down-after-milliseconds {PRIMARY_NAME} 1000\n\
+                 sentinel failover-timeout {PRIMARY_NAME} 10000\n\
+                 sentinel parallel-syncs {PRIMARY_NAME} 1\n",
+                dir = tmp.path().display()
+            ),
+        )
+        .expect("sentinel config");
+        let child = Command::new("redis-sentinel")
+            .arg(&config)
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("redis-sentinel runs (scripts/test installs it)");
+        let sentinel = Sentinel {
+            child: Some(child),
+            port,
+            _tmp: tmp,
+        };
+        let deadline = Instant::now() + Duration::from_secs(10);
+        while sentinel.cli(&["PING"]).trim() != "PONG" {
+            assert!(
+                Instant::now() < deadline,
+                "sentinel on {port} did not start"
+            );
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        sentinel
+    }
+
+    pub fn cli(&self, args: &[&str]) -> String {
+        let out = Command::new("redis-cli")
+            .args(["-p", &self.port.to_string()])
+            .args(args)
+            .output()
+            .expect("redis-cli runs");
+        String::from_utf8_lossy(&out.stdout).into_owned()
+    }
+
+    /// A field of `SENTINEL MASTER <name>` (the primary as this Sentinel sees it).
+    pub fn primary_field(&self, field: &str) -> Option<String> {
+        let out = self.cli(&["SENTINEL", "MASTER", PRIMARY_NAME]);
+        let lines: Vec<&str> = out.lines().collect();
+        lines
+            .chunks(2)
+            .find(|pair| pair[0] == field)
+            .and_then(|pair| pair.get(1))
+            .map(|v| v.to_string())
+    }
+
+    /// The port of the primary in this Sentinel's `SENTINEL MASTER` (what clients read): the
+    /// promoted replica's once the failover has ended (`+switch-master`; GET-MASTER-ADDR-BY-NAME
+    /// names it a little earlier, while the other replicas are still being reconfigured).
+    pub fn primary_port(&self) -> Option<u16> {
+        self.primary_field("port")?.parse().ok()
+    }
+
+    pub fn kill(&mut self) {
+        if let Some(mut child) = self.child.take() {
+            let _ = Command::new("kill")
+                .args(["-9", &child.id().to_string()])
+                .status();
+            let _ = child.wait();
+        }
+    }
+}
+
+impl Drop for Sentinel {
+    fn drop(&mut self) {
+        self.kill();
+    }
+}
+
+/// A primary, one replica of it and three Sentinels (quorum 2), all on loopback.
+pub struct SentinelGroup {
+    pub primary: RedisServer,
+    pub replica: RedisServer,
+    pub sentinels: Vec<Sentinel>,
+}
+
+impl SentinelGroup {
+    /// Starts the group and waits until the replica is in sync and every Sentinel knows the
+    /// replica and the two other Sentinels (they meet through the primary every 2 s), so that a
+    /// failover can be agreed on.
+    pub fn start() -> SentinelGroup {
+        let primary = RedisServer::start();
+        let port = primary.port.to_string();
+        let replica = RedisServer::start_with(&["--replicaof", "127.0.0.1", &port]);
+        wait_until_within(Duration::from_secs(10), "the replica syncs", || {
+            replica
+                .cli(&["INFO", "replication"])
+                .contains("master_link_status:up")
+        });
+        let sentinels: Vec<Sentinel> = (0..3).map(|_| Sentinel::start(primary.port, 2)).collect();
+        wait_until_within(Duration::from_secs(20), "the sentinels meet", || {
+            sentinels.iter().all(|s| {
+                s.primary_field("num-other-sentinels").as_deref() == Some("2")
+                    && s.primary_field("num-slaves").as_deref() == Some("1")
+            })
+        });
+        SentinelGroup {
+            primary,
+            replica,
+            sentinels,
+        }
+    }
+
+    /// The `redis+sentinel://` URL of the policy file.
+    pub fn url(&self) -> String {
+        let hosts: Vec<String> = self
+            .sentinels
+            .iter()
+            .map(|s| format!("127.0.0.1:{}", s.port))
+            .collect();
+        format!("redis+sentinel://{}/{PRIMARY_NAME}/0", hosts.join(","))
+    }
+
+    /// Whether any Sentinel has ended the failover to the replica.
+    pub fn replica_promoted(&self) -> bool {
+        self.sentinels
+            .iter()
+            .any(|s| s.primary_port() == Some(self.replica.port))
+    }
+}
+
+fn wait_until_within(within: Duration, what: &str, mut done: impl FnMut() -> bool) {
+    let deadline = Instant::now() + within;
+    while !done() {
+        assert!(Instant::now() < deadline, "not within {within:?}: {what}");
+        std::thread::sleep(Duration::from_millis(50));
     }
 }

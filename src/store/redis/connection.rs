@@ -1,7 +1,9 @@
-//! One Redis or Redis Cluster connection that reconnects by itself, with a deadline on every
-//! call.
+//! One Redis, Redis Cluster or Sentinel-named primary connection that reconnects by itself, with
+//! a deadline on every call.
 
 use super::super::StoreError;
+use super::SentinelUrl;
+use super::sentinel::SentinelConnection;
 use redis::aio::{ConnectionManager, ConnectionManagerConfig};
 use redis::cluster::ClusterClient;
 use redis::cluster_async::ClusterConnection;
@@ -13,11 +15,13 @@ use std::time::Duration;
 pub enum Connection {
     Single(ConnectionManager),
     Cluster(ClusterConnection),
+    /// The primary the Sentinels name, followed across failovers.
+    Sentinel(SentinelConnection),
 }
 
 /// How long a first connection (or a reconnection) may take; the per-call deadline is
 /// `store.timeout`.
-const CONNECT_TIMEOUT: Duration = Duration::from_secs(1);
+pub(super) const CONNECT_TIMEOUT: Duration = Duration::from_secs(1);
 
 impl Connection {
     /// Connects lazily: the daemon starts while Redis is down and follows it when it comes up.
@@ -43,6 +47,12 @@ impl Connection {
         Ok(Connection::Cluster(client.get_async_connection().await?))
     }
 
+    pub async fn sentinel(url: &SentinelUrl) -> Result<Self, RedisError> {
+        Ok(Connection::Sentinel(
+            SentinelConnection::connect(url).await?,
+        ))
+    }
+
     pub fn is_cluster(&self) -> bool {
         matches!(self, Connection::Cluster(_))
     }
@@ -55,6 +65,7 @@ impl Connection {
         match self {
             Connection::Single(c) => deadline(timeout, cmd.query_async(&mut c.clone())).await,
             Connection::Cluster(c) => deadline(timeout, cmd.query_async(&mut c.clone())).await,
+            Connection::Sentinel(c) => c.query(cmd, timeout).await,
         }
     }
 
@@ -66,6 +77,7 @@ impl Connection {
         match self {
             Connection::Single(c) => deadline(timeout, pipe.query_async(&mut c.clone())).await,
             Connection::Cluster(c) => deadline(timeout, pipe.query_async(&mut c.clone())).await,
+            Connection::Sentinel(c) => c.pipeline(pipe, timeout).await,
         }
     }
 }
@@ -74,7 +86,14 @@ async fn deadline<T>(
     timeout: Duration,
     call: impl Future<Output = Result<T, RedisError>>,
 ) -> Result<T, StoreError> {
-    match tokio::time::timeout(timeout, call).await {
+    to_store_result(tokio::time::timeout(timeout, call).await)
+}
+
+/// A call's result under a deadline, as the store reports it.
+pub(super) fn to_store_result<T, E>(
+    reply: Result<Result<T, RedisError>, E>,
+) -> Result<T, StoreError> {
+    match reply {
         Ok(Ok(value)) => Ok(value),
         Ok(Err(error)) => Err(StoreError::Unavailable(error.to_string())),
         Err(_) => Err(StoreError::Timeout),

@@ -1,4 +1,4 @@
-//! The Redis store (`redis://`, `redis+cluster://`): one Lua script applies all the limits of a
+//! The Redis store (`redis://`, `redis+cluster://`, `redis+sentinel://`): one Lua script applies all the limits of a
 //! request atomically, in one round trip, with time from the Redis server.
 //!
 //! Several daemons on one Redis share limits exactly. Keys hold only hashes: `<prefix>:{<subject
@@ -9,8 +9,11 @@
 mod activity;
 mod connection;
 mod script;
+mod sentinel;
+mod sentinel_url;
 
 pub use activity::SharedTotals;
+pub use sentinel_url::SentinelUrl;
 
 use super::{Applied, Check, CheckResult, KeyHash, Request, Store, StoreError, StoreKind};
 use crate::clock::{Clock, Micros};
@@ -52,6 +55,19 @@ impl RedisStore {
     ) -> Result<Self, redis::RedisError> {
         Ok(Self::with_connection(
             Connection::cluster(nodes).await?,
+            prefix,
+            timeout,
+        ))
+    }
+
+    /// A store on the primary that Redis Sentinels name, followed across failovers.
+    pub async fn connect_sentinel(
+        url: &SentinelUrl,
+        prefix: &str,
+        timeout: Duration,
+    ) -> Result<Self, redis::RedisError> {
+        Ok(Self::with_connection(
+            Connection::sentinel(url).await?,
             prefix,
             timeout,
         ))
