@@ -192,17 +192,9 @@ pub fn failed_reload(addr: SocketAddr, policy: &std::path::Path) {
     assert_eq!(status, 422, "{body}");
 }
 
-/// The step that makes one subject flagged by the anomaly model.
-///
-/// TODO(control loop, issue 5): once the control loop and `ratewarden train` land, write a model
-/// with `ratewarden train` into the policy's folder, set `adaptive.anomaly.model` in the test
-/// policy (tests/dashboards.rs, `policy`), and here drive the subject `abuser` with abusive
-/// traffic (many addresses, failed logins reported through /v1/report, a high rate) until
-/// `GET /v1/admin/subjects/abuser` says `"flagged": true`; then send it past its scaled limit so
-/// it is denied with reason `anomaly`. Then empty `PENDING_CONTROL_LOOP` in tests/dashboards.rs.
-/// Until then this pins the load factor (an operator's brake), which the load panels and the
-/// load-factor alert need anyway, and the subject is denied with reason `load`.
-pub fn flag_one_subject(addr: SocketAddr) {
+/// An operator's brake: the load factor pinned at 0.5, and a subject denied with reason `load`
+/// (the load panels and the load-factor alert need it).
+pub fn pin_load(addr: SocketAddr) {
     let (status, body) = admin(
         addr,
         "PUT",
@@ -210,7 +202,53 @@ pub fn flag_one_subject(addr: SocketAddr) {
         r#"{"load_factor_override": 0.5}"#,
     );
     assert_eq!(status, 200, "{body}");
-    let body = serde_json::json!({"user": "abuser", "endpoint": "/api/export"});
+    let body = serde_json::json!({"user": "heavy", "endpoint": "/api/export"});
     let reasons = repeat(addr, &body, 8);
     assert!(reasons.iter().any(|r| r == "load"), "{reasons:?}");
+}
+
+/// A credential stuffer on a thread: `/login` twice a second, each try from another address,
+/// its failures reported (401) through /v1/report, until the shipped model flags it and its
+/// requests are denied with reason `anomaly`.
+pub struct Stuffer {
+    thread: std::thread::JoinHandle<Vec<String>>,
+}
+
+impl Stuffer {
+    pub fn start(addr: SocketAddr) -> Stuffer {
+        let thread = std::thread::spawn(move || {
+            let mut reasons = Vec::new();
+            for attempt in 0..120u64 {
+                let ip = format!("10.9.{}.{}", attempt % 250, attempt * 7 % 250 + 1);
+                let body = serde_json::json!({"user": "stuffer", "endpoint": "/login", "ip": ip});
+                let (status, decision) = check(addr, &body);
+                if status == 200 {
+                    let report =
+                        serde_json::json!({"user": "stuffer", "endpoint": "/login", "status": 401});
+                    let (code, _) = request(
+                        addr,
+                        "POST",
+                        "/v1/report",
+                        &[("Content-Type", "application/json")],
+                        &report.to_string(),
+                    );
+                    assert_eq!(code, 202);
+                }
+                if let Some(reason) = decision["reason"].as_str() {
+                    reasons.push(reason.to_owned());
+                }
+                if reasons.iter().filter(|r| *r == "anomaly").count() >= 5 {
+                    break;
+                }
+                std::thread::sleep(Duration::from_millis(500));
+            }
+            reasons
+        });
+        Stuffer { thread }
+    }
+
+    pub fn wait_flagged_and_shrunk(self) {
+        let reasons = self.thread.join().expect("the stuffer's thread");
+        assert!(reasons.iter().any(|r| r == "anomaly"), "{reasons:?}");
+    }
 }
