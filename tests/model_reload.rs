@@ -1,0 +1,101 @@
+//! The model file in the real binary: missing at start-up (the daemon limits without anomaly
+//! scaling, counts the error), loaded when it appears, a corrupt one refused with the old model
+//! kept, on a file change and on the admin API's reload.
+
+mod common;
+
+use common::daemon::Daemon;
+use std::time::{Duration, Instant};
+
+const TOKEN: &str = "model-reload-token";
+
+fn metric(daemon: &Daemon, line_start: &str) -> Option<String> {
+    let (_, text) = daemon.get("/metrics");
+    text.lines()
+        .find(|l| l.starts_with(line_start))
+        .map(str::to_owned)
+}
+
+fn wait_metric(daemon: &Daemon, line: &str) {
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while metric(daemon, line).is_none() {
+        assert!(Instant::now() < deadline, "never saw {line:?}");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+#[test]
+fn a_model_is_loaded_when_it_appears_and_a_corrupt_one_is_refused_keeping_the_old() {
+    let dir = tempfile::tempdir().unwrap();
+    let model = dir.path().join("abuse.json");
+    let policy = dir.path().join("policy.yaml");
+    std::fs::write(
+        &policy,
+        common::EXAMPLE_POLICY.replace("model: models/abuse.json", "model: abuse.json"),
+    )
+    .unwrap();
+    let mut daemon = Daemon::start(&policy, &[("RATEWARDEN_ADMIN_TOKEN", TOKEN)]);
+    daemon.wait_for("model refused", Duration::from_secs(10));
+    wait_metric(
+        &daemon,
+        r#"ratewarden_config_reloads_total{kind="model",result="error"} 1"#,
+    );
+    assert_eq!(
+        metric(&daemon, "ratewarden_model_info"),
+        None,
+        "no model in force"
+    );
+    let (status, _, body) = daemon.post_json("/v1/check", r#"{"user": "u", "endpoint": "/x"}"#);
+    assert_eq!(status, 200, "limits without anomaly scaling: {body}");
+
+    // The file appears: the watch loads it.
+    let shipped = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("models/abuse.json");
+    std::fs::copy(&shipped, &model).unwrap();
+    daemon.wait_for("model loaded", Duration::from_secs(10));
+    wait_metric(
+        &daemon,
+        r#"ratewarden_config_reloads_total{kind="model",result="success"} 1"#,
+    );
+    let info = metric(&daemon, "ratewarden_model_info{").expect("model info");
+    assert!(
+        info.contains(r#"kind="logistic""#) && info.ends_with(" 1"),
+        "{info}"
+    );
+
+    // A corrupt file: refused, the model in force stays.
+    std::fs::write(&model, "{\"format\": \"ratewarden-abuse-model\", trunc").unwrap();
+    daemon.wait_for("model refused", Duration::from_secs(10));
+    wait_metric(
+        &daemon,
+        r#"ratewarden_config_reloads_total{kind="model",result="error"} 2"#,
+    );
+    assert_eq!(
+        metric(&daemon, "ratewarden_model_info{"),
+        Some(info.clone())
+    );
+
+    // The admin API's reload says why, with 422, and keeps the model too.
+    let (status, _, body) = daemon.request(
+        "POST",
+        "/v1/admin/reload",
+        &[("Authorization", &format!("Bearer {TOKEN}"))],
+        "",
+    );
+    assert_eq!(status, 422, "{body}");
+    let problem: serde_json::Value = serde_json::from_str(&body).unwrap();
+    assert_eq!(
+        problem["detail"],
+        format!(
+            "model {} refused; the model in force stays",
+            model.display()
+        )
+    );
+    assert!(
+        problem["errors"][0]
+            .as_str()
+            .unwrap()
+            .contains("abuse.json"),
+        "{problem}"
+    );
+    assert_eq!(metric(&daemon, "ratewarden_model_info{"), Some(info));
+}
