@@ -24,7 +24,10 @@ pub enum ReloadError {
     Policy(PolicyErrors),
     /// The policy (if it was reloaded too) is in force; the model file was refused.
     #[error("model {path} refused: {error}")]
-    Model { path: String, error: ModelError },
+    Model {
+        path: String,
+        error: Box<ModelError>,
+    },
 }
 
 /// Reloads one policy file (and the model it names) into one engine.
@@ -92,7 +95,7 @@ impl Reloader {
             .load(path.as_deref())
             .map_err(|error| ReloadError::Model {
                 path: path.map(|p| p.display().to_string()).unwrap_or_default(),
-                error,
+                error: Box::new(error),
             })
     }
 
