@@ -23,14 +23,6 @@ use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
-/// What has no data until the control loop (issue 5) lands: panel queries
-/// (`dashboard/panel title/refId`) expected empty, all zero or NaN, and alerts expected firing
-/// in the test's copy of the rules with every `for` at 0. The control loop sets the CPU ratio,
-/// times its cycles, scores subjects (abuse score histogram, flagged subjects, anomaly
-/// denials) and reports its model (`model_info`); `traffic::flag_one_subject` then needs its
-/// TODO done. A query listed here that has data fails the test: empty this list after merging.
-pub const PENDING_CONTROL_LOOP: &[&str] = &[];
-
 /// Alerts that the run must fire in the copy of the rules with every `for` at 0.
 const FIRED_BY_THE_RUN: [&str; 3] = [
     "RatewardenStoreErrors",
@@ -224,11 +216,9 @@ fn every_panel_query_has_data_and_alerts_fire_on_a_real_prometheus() {
     let (status, metrics) = daemon.get("/metrics");
     assert_eq!(status, 200);
     let exported = exported_names(&metrics);
-    let registered =
-        std::fs::read_to_string(repo("src/metrics.rs")).expect("src/metrics.rs is readable");
 
     let mut failures: Vec<String> = Vec::new();
-    let (mut with_data, mut pending_empty) = (0, 0);
+    let mut with_data = 0;
     for query in panels::DASHBOARDS.iter().flat_map(|s| panels::queries(s)) {
         let expr = query.substituted(&range);
         let result = if query.instant {
@@ -236,28 +226,21 @@ fn every_panel_query_has_data_and_alerts_fire_on_a_real_prometheus() {
         } else {
             prometheus.query_range(&expr, start, end, 1.0)
         };
-        let pending = PENDING_CONTROL_LOOP.contains(&query.id().as_str());
-        match (has_data(&result), pending) {
-            (false, false) => failures.push(format!(
+        if has_data(&result) {
+            with_data += 1;
+        } else {
+            failures.push(format!(
                 "{}: no data ({} series, all empty, 0 or NaN): {expr}",
                 query.id(),
                 result.len()
-            )),
-            (true, true) => failures.push(format!(
-                "{}: has data now: remove it from PENDING_CONTROL_LOOP",
-                query.id()
-            )),
-            (true, false) => with_data += 1,
-            (false, true) => pending_empty += 1,
+            ));
         }
         for name in panels::metric_names(&query.expr) {
             let base = ["_bucket", "_count", "_sum"]
                 .iter()
                 .find_map(|s| name.strip_suffix(s))
                 .unwrap_or(&name);
-            let known = exported.contains(&name)
-                || (pending && registered.contains(&format!("\"{base}\"")));
-            if !known {
+            if !exported.contains(&name) && !exported.contains(base) {
                 failures.push(format!("{}: {name} is not in /metrics", query.id()));
             }
         }
@@ -303,14 +286,9 @@ fn every_panel_query_has_data_and_alerts_fire_on_a_real_prometheus() {
     }
 
     // Alerts: the reload failure fires from alerts.yml as it is; with every `for` at 0 the
-    // run fires exactly the store, load factor and reload alerts (and what awaits the loop).
-    let mut expected_immediate: BTreeSet<String> =
+    // run fires exactly the store, load factor and reload alerts.
+    let expected_immediate: BTreeSet<String> =
         FIRED_BY_THE_RUN.iter().map(|s| s.to_string()).collect();
-    for pending in PENDING_CONTROL_LOOP {
-        if let Some(name) = pending.strip_prefix("alert ") {
-            expected_immediate.insert(name.to_owned());
-        }
-    }
     let firing_in = |states: &BTreeSet<(String, String, String)>, group: &str| {
         states
             .iter()
@@ -356,7 +334,6 @@ fn every_panel_query_has_data_and_alerts_fire_on_a_real_prometheus() {
         start,
         end,
         events: &events,
-        pending: PENDING_CONTROL_LOOP,
     };
     preview::draw(
         &run,
@@ -388,8 +365,8 @@ fn every_panel_query_has_data_and_alerts_fire_on_a_real_prometheus() {
     );
 
     eprintln!(
-        "dashboards: {with_data} panel queries with data over {range}, {pending_empty} empty \
-         pending the control loop; {} requests in the steady stream; previews drawn in {:.1} s",
+        "dashboards: {with_data} panel queries with data over {range}; {} requests in the \
+         steady stream; previews drawn in {:.1} s",
         statuses.len(),
         drawing.elapsed().as_secs_f64()
     );

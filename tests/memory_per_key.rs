@@ -35,6 +35,42 @@ static ALLOCATOR: Counting = Counting;
 fn memory_costs() {
     bytes_per_tracked_key();
     user_hash_cache_is_bounded();
+    feature_memory_per_subject();
+}
+
+/// What the control loop keeps per active subject: the recorder's entry (pending counts and
+/// up to a few hashes) and the window's buckets (counters and two distinct-count sketches).
+fn feature_memory_per_subject() {
+    use ratewarden::features::{ActivityWindow, Recorder};
+    const SUBJECTS: u64 = 200_000;
+    let start = 1_700_000_000_000_000u64;
+    let before = LIVE_BYTES.load(Ordering::Relaxed);
+    let recorder = Recorder::new(1_000_000);
+    let mut window = ActivityWindow::new(std::time::Duration::from_secs(600));
+    // Each subject: 3 paths and 2 addresses over two cycles, 100 s apart (two buckets).
+    for cycle in 0..2u64 {
+        let now = start + cycle * 100_000_000;
+        for s in 0..SUBJECTS {
+            for i in 0..3 {
+                recorder.record_request(
+                    KeyHash(u128::from(s) << 20),
+                    now + i,
+                    s * 3 + i,
+                    Some(s + i % 2),
+                    false,
+                );
+            }
+        }
+        for (subject, pending) in recorder.drain(0) {
+            window.add(subject, now, &pending);
+        }
+    }
+    let per_subject = (LIVE_BYTES.load(Ordering::Relaxed) - before) as f64 / SUBJECTS as f64;
+    eprintln!(
+        "features: {per_subject:.0} bytes per active subject (recorder entry + 2 window buckets), {} subjects",
+        window.len()
+    );
+    assert!(per_subject < 1024.0, "{per_subject} bytes per subject");
 }
 
 fn bytes_per_tracked_key() {

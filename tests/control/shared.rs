@@ -155,3 +155,78 @@ async fn the_fleet_state_works_on_a_redis_cluster_too() {
         assert_eq!(observed.features.endpoints_per_request, 2.0 / 5.0, "{user}");
     }
 }
+
+#[tokio::test]
+async fn two_daemons_agree_on_an_abusers_score_flag_and_scale() {
+    let server = RedisServer::start();
+    let clock = ManualClock::starting_at(START);
+    let model_path = Path::new(env!("CARGO_MANIFEST_DIR")).join("models/abuse.json");
+    let mut daemons = Vec::new();
+    for _ in 0..2 {
+        let policy = Policy::from_yaml(
+            &crate::common::EXAMPLE_POLICY
+                .replace("url: memory://", &format!("url: {}", server.url())),
+            Path::new(env!("CARGO_MANIFEST_DIR")),
+        )
+        .unwrap();
+        let store = RedisStore::connect(&server.url(), "rw", Duration::from_secs(2))
+            .unwrap()
+            .with_clock(Arc::new(clock.clone()));
+        let engine = Arc::new(
+            Engine::new(
+                policy,
+                Backend::Redis(store),
+                SubjectHasher::from_secret("fleet"),
+            )
+            .with_clock(Arc::new(clock.clone())),
+        );
+        let model = Arc::new(ModelSlot::new(engine.metrics().clone()));
+        model.load(Some(&model_path)).expect("the shipped model");
+        let control = ControlLoop::new(
+            engine.clone(),
+            model,
+            Box::new(Scripted(Default::default())),
+        );
+        daemons.push((engine, control));
+    }
+    // A credential stuffer twice a second, alternating between the two daemons, each try from
+    // another address, its failures reported to the daemon that answered.
+    for attempt in 0..30u32 {
+        let (engine, _) = &daemons[attempt as usize % 2];
+        let mut request = CheckRequest::new("mallory", "/login");
+        let ip = format!("10.1.{}.{}", attempt / 200, attempt % 200 + 1);
+        request.ip = Some(ip.parse().unwrap());
+        if engine.check(&request).await.unwrap().allowed {
+            engine.report("mallory", 401);
+        }
+        clock.advance(Duration::from_millis(500));
+        if attempt % 2 == 1 {
+            for (_, control) in &mut daemons {
+                control.cycle().await;
+            }
+        }
+    }
+    for _ in 0..2 {
+        clock.advance(Duration::from_secs(1));
+        for (_, control) in &mut daemons {
+            control.cycle().await;
+        }
+    }
+    let mallory = daemons[0].0.hasher().user("mallory");
+    let standings: Vec<_> = daemons
+        .iter()
+        .map(|(engine, _)| engine.scale_factors().standing(mallory))
+        .collect();
+    assert_eq!(standings[0], standings[1], "one verdict");
+    let standing = standings[0].expect("scored");
+    assert!(
+        standing.flagged && standing.abuse_score >= 0.8,
+        "{standing:?}"
+    );
+    for (engine, _) in &daemons {
+        let mut request = CheckRequest::new("mallory", "/login");
+        request.ip = Some("10.9.9.9".parse().unwrap());
+        let decision = engine.check(&request).await.unwrap();
+        assert_eq!(decision.scale, 0.1, "both daemons shrink mallory");
+    }
+}

@@ -24,7 +24,7 @@ pub struct PanelQuery {
 }
 
 impl PanelQuery {
-    /// `overview/Rejection ratio/A`: how `PENDING_CONTROL_LOOP` names a query.
+    /// `overview/Rejection ratio/A`: how failures name a query.
     pub fn id(&self) -> String {
         format!("{}/{}/{}", self.dashboard, self.panel, self.ref_id)
     }

@@ -25,8 +25,6 @@ pub struct Run<'a> {
     pub end: f64,
     /// (seconds since `start`, short name): drawn as vertical markers.
     pub events: &'a [(f64, &'static str)],
-    /// Queries (`dashboard/panel/refId`) that have no data until the control loop lands.
-    pub pending: &'a [&'a str],
 }
 
 pub fn register_fonts() {
@@ -126,20 +124,8 @@ fn caption<'a>(panel: &'a Value) -> (&'a str, TextStyle<'a>) {
     )
 }
 
-fn no_data(
-    run: &Run,
-    area: &DrawingArea<BitMapBackend, plotters::coord::Shift>,
-    panel: &Value,
-    targets: &[&PanelQuery],
-) -> Drawn {
-    let pending = targets
-        .iter()
-        .all(|t| run.pending.contains(&t.id().as_str()));
-    let message = if pending {
-        "No data yet: the control loop (issue 5) fills this panel"
-    } else {
-        "No data in this run"
-    };
+fn no_data(area: &DrawingArea<BitMapBackend, plotters::coord::Shift>, panel: &Value) -> Drawn {
+    let message = "No data in this run";
     let (title, style) = caption(panel);
     let inner = area.margin(6, 6, 10, 10).titled(title, style)?;
     let (w, h) = inner.dim_in_pixel();
@@ -181,7 +167,7 @@ fn lines(
     drawn.retain(|(_, p)| total(p) > 0.0);
     drawn.truncate(MAX_SERIES);
     if drawn.is_empty() {
-        return no_data(run, area, panel, targets);
+        return no_data(area, panel);
     }
     let unit = unit(panel);
     let top = drawn
@@ -256,7 +242,7 @@ fn heatmap(
 ) -> Drawn {
     let range = format!("{:.0}s", run.end - run.start);
     let Some(target) = targets.first() else {
-        return no_data(run, area, panel, targets);
+        return no_data(area, panel);
     };
     let mut buckets: Vec<(f64, Vec<(f64, f64)>)> = run
         .prometheus
@@ -287,7 +273,7 @@ fn heatmap(
         }
     }
     if cells.is_empty() {
-        return no_data(run, area, panel, targets);
+        return no_data(area, panel);
     }
     let duration = run.end - run.start;
     let (title, style) = caption(panel);
@@ -335,7 +321,7 @@ fn bars(
     values.sort_by(|a, b| b.1.total_cmp(&a.1));
     values.truncate(MAX_SERIES);
     if values.is_empty() {
-        return no_data(run, area, panel, targets);
+        return no_data(area, panel);
     }
     let unit = unit(panel);
     let steps = &panel["fieldConfig"]["defaults"]["thresholds"]["steps"];

@@ -78,7 +78,8 @@ const ENDPOINTS: [&str; 5] = [
 fn steady_request(n: usize) -> Value {
     let user = format!("user-{}", n % 40);
     let endpoint = ENDPOINTS[n % ENDPOINTS.len()];
-    let ip = format!("198.51.100.{}", n % 7);
+    // One address per subject (a subject rotating over addresses looks like abuse to the model).
+    let ip = format!("198.51.100.{}", n % 40 % 7);
     // Most subjects leave their tier to the tier store (so the tier cache is used).
     match n % 6 {
         0 => serde_json::json!({"user": user, "endpoint": endpoint, "ip": ip, "tier": "pro"}),
