@@ -5,7 +5,7 @@
 
 mod common;
 
-use common::daemon::{Daemon, send};
+use common::daemon::{Daemon, request};
 use common::rng::Rng;
 use serde_json::{Value, json};
 use std::net::SocketAddr;
@@ -45,16 +45,7 @@ impl Client {
         headers: &[(&str, &str)],
         body: &str,
     ) -> (u16, String) {
-        let mut raw = format!(
-            "{method} {path} HTTP/1.1\r\nHost: ratewarden\r\nConnection: close\r\nContent-Length: {}\r\n",
-            body.len()
-        );
-        for (name, value) in headers {
-            raw.push_str(&format!("{name}: {value}\r\n"));
-        }
-        raw.push_str("\r\n");
-        raw.push_str(body);
-        let reply = send(self.0, raw.as_bytes());
+        let reply = request(self.0, method, path, headers, body);
         (reply.status, reply.text())
     }
 

@@ -119,16 +119,7 @@ impl Daemon {
         headers: &[(&str, &str)],
         body: &str,
     ) -> (u16, Vec<(String, String)>, String) {
-        let mut raw = format!(
-            "{method} {path} HTTP/1.1\r\nHost: ratewarden\r\nConnection: close\r\nContent-Length: {}\r\n",
-            body.len()
-        );
-        for (name, value) in headers {
-            raw.push_str(&format!("{name}: {value}\r\n"));
-        }
-        raw.push_str("\r\n");
-        raw.push_str(body);
-        let reply = send(self.addr, raw.as_bytes());
+        let reply = request(self.addr, method, path, headers, body);
         let text = reply.text();
         (reply.status, reply.headers, text)
     }
@@ -186,6 +177,27 @@ impl Drop for Daemon {
 pub fn http(addr: SocketAddr, request: &str) -> (u16, String) {
     let reply = send(addr, request.as_bytes());
     (reply.status, reply.text())
+}
+
+/// Any request with a body to `addr` on a new connection (its Content-Length is set here); for
+/// threads that share a daemon by its address.
+pub fn request(
+    addr: SocketAddr,
+    method: &str,
+    path: &str,
+    headers: &[(&str, &str)],
+    body: &str,
+) -> Reply {
+    let mut raw = format!(
+        "{method} {path} HTTP/1.1\r\nHost: ratewarden\r\nConnection: close\r\nContent-Length: {}\r\n",
+        body.len()
+    );
+    for (name, value) in headers {
+        raw.push_str(&format!("{name}: {value}\r\n"));
+    }
+    raw.push_str("\r\n");
+    raw.push_str(body);
+    send(addr, raw.as_bytes())
 }
 
 /// Sends raw bytes on a new connection and reads one response (panics on a transport error).

@@ -24,26 +24,35 @@ adaptive:
   anomaly: { window: 1m, min_requests: 5 }
 "#;
 
-fn daemon(server: &RedisServer, clock: &ManualClock) -> (Arc<Engine<Backend>>, ControlLoop) {
-    let policy = Policy::from_yaml(POLICY, Path::new(".")).unwrap();
-    let store = RedisStore::connect(&server.url(), "rw", Duration::from_secs(2))
-        .unwrap()
-        .with_clock(Arc::new(clock.clone()));
+/// One daemon's engine and control loop on `store`, with the shipped model when `model` says.
+fn daemon_on(
+    store: RedisStore,
+    yaml: &str,
+    clock: &ManualClock,
+    model: bool,
+) -> (Arc<Engine<Backend>>, ControlLoop) {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let policy = Policy::from_yaml(yaml, root).unwrap();
     let engine = Arc::new(
         Engine::new(
             policy,
-            Backend::Redis(store),
+            Backend::Redis(store.with_clock(Arc::new(clock.clone()))),
             SubjectHasher::from_secret("fleet"),
         )
         .with_clock(Arc::new(clock.clone())),
     );
-    let model = Arc::new(ModelSlot::new(engine.metrics().clone()));
-    let control = ControlLoop::new(
-        engine.clone(),
-        model,
-        Box::new(Scripted(Default::default())),
-    );
+    let slot = Arc::new(ModelSlot::new(engine.metrics().clone()));
+    if model {
+        slot.load(Some(&root.join("models/abuse.json")))
+            .expect("the shipped model");
+    }
+    let control = ControlLoop::new(engine.clone(), slot, Box::new(Scripted(Default::default())));
     (engine, control)
+}
+
+fn daemon(server: &RedisServer, clock: &ManualClock) -> (Arc<Engine<Backend>>, ControlLoop) {
+    let store = RedisStore::connect(&server.url(), "rw", Duration::from_secs(2)).unwrap();
+    daemon_on(store, POLICY, clock, false)
 }
 
 async fn send(engine: &Engine<Backend>, user: &str, endpoint: &str, ip: &str, n: usize) {
@@ -110,26 +119,10 @@ async fn the_fleet_state_works_on_a_redis_cluster_too() {
     let clock = ManualClock::starting_at(START);
     let mut daemons = Vec::new();
     for _ in 0..2 {
-        let policy = Policy::from_yaml(POLICY, Path::new(".")).unwrap();
         let store = RedisStore::connect_cluster(&cluster.node_urls(), "rw", Duration::from_secs(2))
             .await
-            .unwrap()
-            .with_clock(Arc::new(clock.clone()));
-        let engine = Arc::new(
-            Engine::new(
-                policy,
-                Backend::Redis(store),
-                SubjectHasher::from_secret("fleet"),
-            )
-            .with_clock(Arc::new(clock.clone())),
-        );
-        let model = Arc::new(ModelSlot::new(engine.metrics().clone()));
-        let control = ControlLoop::new(
-            engine.clone(),
-            model,
-            Box::new(Scripted(Default::default())),
-        );
-        daemons.push((engine, control));
+            .unwrap();
+        daemons.push(daemon_on(store, POLICY, &clock, false));
     }
     // Subjects land in different slots (their hashes are the hash tags).
     let users: Vec<String> = (0..20).map(|i| format!("user-{i}")).collect();
@@ -160,34 +153,12 @@ async fn the_fleet_state_works_on_a_redis_cluster_too() {
 async fn two_daemons_agree_on_an_abusers_score_flag_and_scale() {
     let server = RedisServer::start();
     let clock = ManualClock::starting_at(START);
-    let model_path = Path::new(env!("CARGO_MANIFEST_DIR")).join("models/abuse.json");
+    let yaml =
+        crate::common::EXAMPLE_POLICY.replace("url: memory://", &format!("url: {}", server.url()));
     let mut daemons = Vec::new();
     for _ in 0..2 {
-        let policy = Policy::from_yaml(
-            &crate::common::EXAMPLE_POLICY
-                .replace("url: memory://", &format!("url: {}", server.url())),
-            Path::new(env!("CARGO_MANIFEST_DIR")),
-        )
-        .unwrap();
-        let store = RedisStore::connect(&server.url(), "rw", Duration::from_secs(2))
-            .unwrap()
-            .with_clock(Arc::new(clock.clone()));
-        let engine = Arc::new(
-            Engine::new(
-                policy,
-                Backend::Redis(store),
-                SubjectHasher::from_secret("fleet"),
-            )
-            .with_clock(Arc::new(clock.clone())),
-        );
-        let model = Arc::new(ModelSlot::new(engine.metrics().clone()));
-        model.load(Some(&model_path)).expect("the shipped model");
-        let control = ControlLoop::new(
-            engine.clone(),
-            model,
-            Box::new(Scripted(Default::default())),
-        );
-        daemons.push((engine, control));
+        let store = RedisStore::connect(&server.url(), "rw", Duration::from_secs(2)).unwrap();
+        daemons.push(daemon_on(store, &yaml, &clock, true));
     }
     // A credential stuffer twice a second, alternating between the two daemons, each try from
     // another address, its failures reported to the daemon that answered.

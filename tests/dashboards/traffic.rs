@@ -2,7 +2,7 @@
 //! and the scripted events that the panels and alerts are about (bursts, quota, shadow-mode
 //! denials, reloads, a store outage, a flagged subject).
 
-use crate::common::daemon::send;
+use crate::common::daemon;
 use serde_json::Value;
 use std::net::SocketAddr;
 use std::sync::Arc;
@@ -20,16 +20,7 @@ pub fn request(
     headers: &[(&str, &str)],
     body: &str,
 ) -> (u16, String) {
-    let mut raw = format!(
-        "{method} {path} HTTP/1.1\r\nHost: ratewarden\r\nConnection: close\r\nContent-Length: {}\r\n",
-        body.len()
-    );
-    for (name, value) in headers {
-        raw.push_str(&format!("{name}: {value}\r\n"));
-    }
-    raw.push_str("\r\n");
-    raw.push_str(body);
-    let reply = send(addr, raw.as_bytes());
+    let reply = daemon::request(addr, method, path, headers, body);
     (reply.status, reply.text())
 }
 
