@@ -146,7 +146,7 @@ async fn flagged_subject_is_scaled_by_the_anomaly_factor() {
         subject,
         Standing {
             abuse_score: 0.93,
-            flagged: true,
+            held_until: 0,
         },
     );
     // /api/search: gcra 10/min burst 5 -> burst floor(5 * 0.1) = 0 for a flagged subject.
@@ -176,7 +176,7 @@ async fn anomaly_shadow_flags_without_scaling() {
         subject,
         Standing {
             abuse_score: 0.9,
-            flagged: true,
+            held_until: 0,
         },
     );
     let d = check(&engine, req("mallory", "/api/search")).await;

@@ -35,21 +35,22 @@ impl Judge {
                 .flags
                 .get(&subject)
                 .is_some_and(|f| now < f.since.saturating_add(hold));
-            let flagged = score >= threshold || held;
-            if flagged {
+            let held_until = if score >= threshold || held {
                 let flag = self
                     .flags
                     .entry(subject)
                     .or_insert(Flag { since: now, score });
                 flag.score = score;
+                flag.since.saturating_add(hold)
             } else {
                 self.flags.remove(&subject);
-            }
+                0
+            };
             standings.insert(
                 subject,
                 Standing {
                     abuse_score: score,
-                    flagged,
+                    held_until,
                 },
             );
         }
@@ -57,13 +58,14 @@ impl Judge {
             if standings.contains_key(subject) {
                 return true;
             }
-            let held = now < flag.since.saturating_add(hold);
+            let held_until = flag.since.saturating_add(hold);
+            let held = now < held_until;
             if held {
                 standings.insert(
                     *subject,
                     Standing {
                         abuse_score: flag.score,
-                        flagged: true,
+                        held_until,
                     },
                 );
             }
@@ -74,6 +76,11 @@ impl Judge {
 
     pub fn flag(&self, subject: KeyHash) -> Option<Flag> {
         self.flags.get(&subject).copied()
+    }
+
+    /// Forgets every flag (no model: nobody is scored, nobody stays flagged).
+    pub fn clear(&mut self) {
+        self.flags.clear();
     }
 
     /// Installs flags decided elsewhere (another daemon led the last cycles).

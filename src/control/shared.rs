@@ -56,6 +56,7 @@ impl SharedControl {
             tracing::warn!(%error, "control loop: cannot add activity to the store");
         }
         let lease = (interval * 3).max(Duration::from_secs(1));
+        let hold = micros(anomaly.hold);
         let was_leader = self.leader;
         self.leader = match self.store.try_lead(&self.id, lease).await {
             Ok(held) => held,
@@ -65,11 +66,11 @@ impl SharedControl {
             }
         };
         if !self.leader {
-            return self.adopt(judge).await.map(|(verdict, _)| verdict);
+            return self.adopt(judge, hold).await.map(|(verdict, _)| verdict);
         }
         if !was_leader {
             // Take over the flags (and their hold) of the previous leader.
-            let _ = self.adopt(judge).await;
+            let _ = self.adopt(judge, hold).await;
             tracing::info!("control loop: this daemon now scores for the fleet");
         }
         let since = now.saturating_sub(micros(anomaly.window) + len);
@@ -99,20 +100,27 @@ impl SharedControl {
             .collect();
         let verdict = decide(judge, observed);
         let ttl = lease + anomaly.hold;
-        self.generation = self.generation.max(now);
+        self.generation = (self.generation + 1).max(now);
         let entries = encode(&verdict, judge);
-        if let Err(error) = self
+        match self
             .store
-            .publish_standings(self.generation, &entries, ttl)
+            .publish_standings(&self.id, self.generation, &entries, ttl, lease)
             .await
         {
-            tracing::warn!(%error, "control loop: cannot publish standings");
+            Ok(true) => {}
+            Ok(false) => {
+                tracing::info!(
+                    "control loop: lost the lease while scoring; standings not published"
+                );
+                self.leader = false;
+            }
+            Err(error) => tracing::warn!(%error, "control loop: cannot publish standings"),
         }
         Some(verdict)
     }
 
     /// Reads the leader's latest standings into a verdict, and its flags into `judge`.
-    async fn adopt(&mut self, judge: &mut Judge) -> Option<(Verdict, u64)> {
+    async fn adopt(&mut self, judge: &mut Judge, hold: Micros) -> Option<(Verdict, u64)> {
         let (generation, entries) = match self.store.read_standings().await {
             Ok(Some(found)) => found,
             Ok(None) => return None,
@@ -137,7 +145,7 @@ impl SharedControl {
                     subject,
                     Standing {
                         abuse_score: score,
-                        flagged: parsed.flagged_since.is_some(),
+                        held_until: parsed.flagged_since.map_or(0, |since| since + hold),
                     },
                 );
             }
@@ -164,7 +172,7 @@ fn encode(verdict: &Verdict, judge: &Judge) -> Vec<(KeyHash, String)> {
         let standing = verdict.standings.get(&subject);
         let score = standing.map_or_else(|| "-".to_owned(), |s| s.abuse_score.to_string());
         let since = match (standing, judge.flag(subject)) {
-            (Some(s), Some(flag)) if s.flagged => flag.since,
+            (Some(s), Some(flag)) if s.held_until > 0 => flag.since,
             _ => 0,
         };
         let mut text = format!("{score},{since},{}", observed.requests);

@@ -100,8 +100,8 @@ impl<S: Store> Engine<S> {
                     None,
                     subject,
                     descriptor.cost,
-                    // Envoy-config decisions are not recorded as a subject's features.
-                    (0, None),
+                    // Envoy-config counters are not a subject: not recorded as features.
+                    None,
                 )))
             })
             .collect()

@@ -26,7 +26,7 @@ use std::sync::Arc;
 pub use decision::{Decision, Reason};
 pub use descriptor::{Described, DescriptorRequest, LimitOverride};
 pub use hasher::SubjectHasher;
-pub use plan::Plan;
+pub use plan::{Activity, Plan};
 pub use request::{CheckError, CheckRequest, Cost, MAX_COST};
 pub use resolve::{DescriptorLimit, Resolved};
 pub use scale::{ScaleFactors, Standing, Thresholds};
@@ -247,11 +247,11 @@ impl<S: Store> Engine<S> {
             _ => None,
         };
         let user = self.hasher.user(request.user);
-        let features = (
-            self.hasher.feature(b'e', request.endpoint.as_bytes()),
-            request.ip.map(|ip| self.hasher.feature_ip(ip)),
-        );
-        Ok(self.scaled_plan(resolved, user, ip, Some(user), request.cost, features))
+        let activity = Activity {
+            endpoint: self.hasher.feature(b'e', request.endpoint.as_bytes()),
+            ip: request.ip.map(|ip| self.hasher.feature_ip(ip)),
+        };
+        Ok(self.scaled_plan(resolved, user, ip, Some(user), request.cost, Some(activity)))
     }
 
     /// A plan counting under `key`, scaled by the load factor and by the anomaly standing of
@@ -263,11 +263,12 @@ impl<S: Store> Engine<S> {
         ip: Option<KeyHash>,
         subject: Option<KeyHash>,
         cost: Cost,
-        (endpoint_feature, ip_feature): (u64, Option<u64>),
+        activity: Option<Activity>,
     ) -> Plan {
         let standing = subject.and_then(|s| self.scale.standing(s));
         let thresholds = self.scale.thresholds();
-        let flagged = standing.is_some_and(|s| s.flagged);
+        let flagged =
+            standing.is_some_and(|s| s.flagged(thresholds.anomaly_threshold, self.clock.now()));
         Plan {
             resolved,
             user: key,
@@ -283,8 +284,8 @@ impl<S: Store> Engine<S> {
             },
             anomaly_enforced: !thresholds.anomaly_shadow,
             abuse_score: standing.map(|s| s.abuse_score),
-            endpoint_feature,
-            ip_feature,
+            flagged,
+            activity,
         }
     }
 
@@ -345,14 +346,28 @@ impl<S: Store> Engine<S> {
     }
 
     fn conclude(&self, plan: Plan, result: Result<Applied, StoreError>) -> Decision {
-        let (user, endpoint, ip) = (plan.user, plan.endpoint_feature, plan.ip_feature);
+        let trace = plan.activity.map(|a| (plan.user, a));
         let decision = match result {
             Ok(applied) => Decision::from_applied(plan, &applied),
             Err(error) => self.on_store_error(plan, &error),
         };
-        self.recorder
-            .record_request(user, self.clock.now(), endpoint, ip, !decision.allowed);
+        self.record(trace, &decision);
         decision
+    }
+
+    /// Adds a decision to its subject's features. A denial while the store failed says
+    /// nothing of the subject, so it is not counted as denied.
+    fn record(&self, trace: Option<(KeyHash, Activity)>, decision: &Decision) {
+        if let Some((subject, activity)) = trace {
+            let denied = !decision.allowed && !decision.degraded;
+            self.recorder.record_request(
+                subject,
+                self.clock.now(),
+                activity.endpoint,
+                activity.ip,
+                denied,
+            );
+        }
     }
 
     fn on_store_error(&self, plan: Plan, error: &StoreError) -> Decision {

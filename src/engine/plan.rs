@@ -19,9 +19,18 @@ pub struct Plan {
     /// `false` under `anomaly.shadow`: the factor is only evaluated, never applied.
     pub anomaly_enforced: bool,
     pub abuse_score: Option<f64>,
-    /// Keyed hashes of the endpoint and address, for the subject's features.
-    pub endpoint_feature: u64,
-    pub ip_feature: Option<u64>,
+    /// Flagged by the last control cycle's score under the live threshold, or held.
+    pub flagged: bool,
+    /// What the decision records for the subject's features (`user`'s activity: keyed hashes
+    /// of the endpoint and address); `None` for counters that are not a subject (envoy config).
+    pub activity: Option<Activity>,
+}
+
+/// A decision's trace in its subject's features.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Activity {
+    pub endpoint: u64,
+    pub ip: Option<u64>,
 }
 
 /// The scales of one limit: the one enforced, and the two counterfactuals.

@@ -3,6 +3,7 @@
 //!
 //! Reads are lock-free (atomics and `ArcSwap`), since every decision makes them.
 
+use crate::clock::Micros;
 use crate::features::Observed;
 use crate::policy::Policy;
 use crate::store::KeyHash;
@@ -45,7 +46,16 @@ impl Thresholds {
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct Standing {
     pub abuse_score: f64,
-    pub flagged: bool,
+    /// The end of the subject's flag's `hold` (0: no flag held).
+    pub held_until: Micros,
+}
+
+impl Standing {
+    /// Flagged at `now` under the live `threshold`: the score is at or over it, or a flag is
+    /// still held. The threshold is read per decision, so an admin change applies at once.
+    pub fn flagged(&self, threshold: f64, now: Micros) -> bool {
+        self.abuse_score >= threshold || now < self.held_until
+    }
 }
 
 pub struct ScaleFactors {
@@ -120,10 +130,6 @@ impl ScaleFactors {
             next.insert(subject, standing);
             next
         });
-    }
-
-    pub fn flagged_count(&self) -> usize {
-        self.standings.load().values().filter(|s| s.flagged).count()
     }
 
     pub fn observed(&self, subject: KeyHash) -> Option<Observed> {

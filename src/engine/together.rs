@@ -23,6 +23,18 @@ impl<S: Store> Engine<S> {
     /// `blocked`: another part of the request can never pass, so these are only evaluated
     /// (nothing is consumed) and the request is not admitted.
     pub async fn decide_together(&self, plans: Vec<Plan>, blocked: bool) -> Together {
+        let traces: Vec<_> = plans
+            .iter()
+            .map(|p| p.activity.map(|a| (p.user, a)))
+            .collect();
+        let together = self.decide_together_untraced(plans, blocked).await;
+        for (trace, decision) in traces.into_iter().zip(&together.decisions) {
+            self.record(trace, decision);
+        }
+        together
+    }
+
+    async fn decide_together_untraced(&self, plans: Vec<Plan>, blocked: bool) -> Together {
         let requests: Vec<Request<'_>> = plans.iter().map(|p| p.store_request(false)).collect();
         let (mut combined, slots) = merge(&requests);
         combined.dry_run = blocked;

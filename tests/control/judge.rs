@@ -12,19 +12,34 @@ fn a_flag_is_held_then_released_when_the_score_drops() {
     let mut judge = Judge::default();
     let a = KeyHash(1);
     let hold = Duration::from_secs(10);
-    let at =
-        |t: u64, score: f64, judge: &mut Judge| judge.judge(t * S, &[(a, score)], 0.8, hold)[&a];
-    assert!(!at(0, 0.79, &mut judge).flagged, "below the threshold");
-    assert!(at(1, 0.8, &mut judge).flagged, "at the threshold");
-    let held = at(5, 0.1, &mut judge);
-    assert!(held.flagged, "held: 4 s of a 10 s hold");
+    let at = |t: u64, score: f64, judge: &mut Judge| {
+        judge.judge(t * S, &[(a, score)], 0.8, hold)[&a].flagged(0.8, t * S)
+    };
+    assert!(!at(0, 0.79, &mut judge), "below the threshold");
+    assert!(at(1, 0.8, &mut judge), "at the threshold");
+    let held = judge.judge(5 * S, &[(a, 0.1)], 0.8, hold)[&a];
+    assert!(held.flagged(0.8, 5 * S), "held: 4 s of a 10 s hold");
     assert_eq!(held.abuse_score, 0.1, "the score shown is the latest");
-    assert!(at(10, 0.95, &mut judge).flagged);
+    assert_eq!(
+        held.held_until,
+        11 * S,
+        "the hold ends 10 s after the flag began"
+    );
     assert!(
-        !at(11, 0.5, &mut judge).flagged,
+        held.flagged(0.99, 10 * S),
+        "a raised threshold keeps the hold"
+    );
+    assert!(!held.flagged(0.99, 11 * S));
+    assert!(
+        held.flagged(0.05, 20 * S),
+        "a lowered threshold flags at once"
+    );
+    assert!(at(10, 0.95, &mut judge));
+    assert!(
+        !at(11, 0.5, &mut judge),
         "hold over (since 1 s) and score low"
     );
-    assert!(at(12, 0.9, &mut judge).flagged, "flagged again");
+    assert!(at(12, 0.9, &mut judge), "flagged again");
 }
 
 #[test]
@@ -34,7 +49,7 @@ fn a_flagged_subject_that_goes_quiet_stays_flagged_for_its_hold() {
     let hold = Duration::from_secs(10);
     judge.judge(0, &[(a, 0.99)], 0.8, hold);
     let quiet = judge.judge(9 * S, &[], 0.8, hold);
-    assert!(quiet[&a].flagged);
+    assert!(quiet[&a].flagged(0.8, 9 * S));
     assert_eq!(quiet[&a].abuse_score, 0.99);
     assert!(judge.judge(10 * S, &[], 0.8, hold).is_empty());
 }

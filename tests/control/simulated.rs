@@ -71,7 +71,7 @@ async fn the_shipped_model_flags_abusers_and_never_pollers_or_nat_users() {
                 if engine
                     .scale_factors()
                     .standing(*subject)
-                    .is_some_and(|s| s.flagged)
+                    .is_some_and(|s| s.flagged(0.8, next_cycle))
                 {
                     flagged_at.entry(user.clone()).or_insert(next_cycle);
                 }

@@ -307,7 +307,7 @@ async fn anomaly_scaling_follows_the_subject_entry() {
         alice,
         Standing {
             abuse_score: 0.95,
-            flagged: true,
+            held_until: 0,
         },
     );
     // anomaly.factor defaults to 0.1: 10 becomes 1.

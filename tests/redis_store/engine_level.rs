@@ -353,7 +353,7 @@ pub async fn engine_decides_alike() {
     for engine in [memory.scale_factors(), redis.scale_factors()] {
         let standing = Standing {
             abuse_score: 0.93,
-            flagged: true,
+            held_until: 0,
         };
         engine.set_standing(memory.hasher().user("mallory"), standing);
     }

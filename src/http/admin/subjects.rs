@@ -212,7 +212,6 @@ pub async fn subject(
         })
         .collect();
 
-    let standing = engine.scale_factors().standing(plan.user);
     let tier_source = match stored.as_deref() {
         Some(name) if name == tier.name => "stored",
         _ => "default",
@@ -223,7 +222,7 @@ pub async fn subject(
         tier_source,
         endpoint_rule: rule.pattern.display(),
         abuse_score: plan.abuse_score,
-        flagged: standing.is_some_and(|s| s.flagged),
+        flagged: plan.flagged,
         load_factor: plan.load_factor,
         scale: plan.reported_scale(),
         features: features_json(engine.scale_factors().observed(plan.user)),

@@ -12,6 +12,7 @@ use std::time::Duration;
 const FLUSH: &str = include_str!("activity_flush.lua");
 const READ: &str = include_str!("activity_read.lua");
 const LEASE: &str = include_str!("lease.lua");
+const PUBLISH: &str = include_str!("publish.lua");
 
 /// Subjects per pipeline: large enough to amortise round trips, small enough for one timeout.
 const CHUNK: usize = 500;
@@ -29,8 +30,10 @@ fn sha(source: &str) -> String {
 }
 
 impl RedisStore {
+    /// The fleet's control keys share one hash tag (one cluster slot), so one script can check
+    /// the lease and move the standings pointer together.
     fn control_key(&self, name: &str) -> String {
-        format!("{}:control:{name}", self.prefix)
+        format!("{{{}:control}}:{name}", self.prefix)
     }
 
     fn bucket_keys(&self, subject: KeyHash, bucket: u64) -> [String; 3] {
@@ -40,7 +43,7 @@ impl RedisStore {
 
     /// Loads the control scripts (on every primary of a cluster) so EVALSHA finds them.
     async fn load_control_scripts(&self) -> Result<(), StoreError> {
-        for source in [FLUSH, READ, LEASE] {
+        for source in [FLUSH, READ, LEASE, PUBLISH] {
             let mut cmd = redis::cmd("SCRIPT");
             cmd.arg("LOAD").arg(source);
             self.conn.query::<redis::Value>(&cmd, self.timeout).await?;
@@ -189,13 +192,17 @@ impl RedisStore {
         Ok(held == 1)
     }
 
-    /// Publishes the leader's standings as a new generation, then points readers at it.
+    /// Publishes the leader's standings as a new generation, then, if `id` still holds the
+    /// lease, points readers at it and lets the previous generation expire within `lease`.
+    /// `false`: the lease was lost meanwhile, and readers keep the new leader's standings.
     pub async fn publish_standings(
         &self,
+        id: &str,
         generation: u64,
         entries: &[(KeyHash, String)],
         ttl: Duration,
-    ) -> Result<(), StoreError> {
+        lease: Duration,
+    ) -> Result<bool, StoreError> {
         let key = self.control_key(&format!("standings:{generation}"));
         let ttl_ms = ttl.as_millis().max(1).to_string();
         for chunk in entries.chunks(CHUNK * 4) {
@@ -211,13 +218,23 @@ impl RedisStore {
             pipe.add_command(expire).ignore();
             self.conn.pipeline::<()>(&pipe, self.timeout).await?;
         }
-        let mut point = redis::cmd("SET");
-        point
-            .arg(self.control_key("standings"))
-            .arg(generation)
-            .arg("PX")
-            .arg(&ttl_ms);
-        self.conn.query::<()>(&point, self.timeout).await
+        self.load_control_scripts().await?;
+        let point = Self::evalsha(
+            PUBLISH,
+            &[self.control_key("leader"), self.control_key("standings")],
+            vec![id.to_owned(), generation.to_string(), ttl_ms],
+        );
+        let previous: i64 = self.conn.query(&point, self.timeout).await?;
+        if previous < 0 {
+            return Ok(previous == -1);
+        }
+        // Readers that took the old pointer a moment ago still find its hash.
+        let mut expire = redis::cmd("PEXPIRE");
+        expire
+            .arg(self.control_key(&format!("standings:{previous}")))
+            .arg(lease.as_millis().max(1).to_string());
+        self.conn.query::<()>(&expire, self.timeout).await?;
+        Ok(true)
     }
 
     /// The latest published standings: (generation, entries), or `None` when none is live.
