@@ -18,7 +18,8 @@
 //! - [`grpc`]: the gRPC adapter (tonic): Envoy's rate limit service, health and reflection.
 //! - [`metrics`]: the one Prometheus `Metrics` struct, passed down to whoever records.
 //! - [`reload`]: policy hot reload (SIGHUP, file changes, admin API).
-//! - [`daemon`]: `ratewarden serve`: wiring, background tasks, graceful shutdown.
+//! - [`daemon`]: `ratewarden serve`: wiring, the HTTP server (head timeout and size cap),
+//!   background tasks, graceful shutdown.
 //! - [`cli`]: the command line (`serve`, `check-policy`, `simulate`, `train`).
 
 pub mod algorithm;

@@ -1,6 +1,7 @@
 //! `ratewarden serve`: builds the engine from the policy, serves HTTP and gRPC, reloads the
 //! policy, and shuts down both servers gracefully.
 
+pub mod http_server;
 pub mod shutdown;
 
 use crate::clock::{Clock, SystemClock};
@@ -160,17 +161,9 @@ pub async fn serve(config: ServeConfig) -> Result<(), ServeError> {
             let _ = stopped.wait_for(|s| *s).await;
         }
     };
-    let http = axum::serve(
-        listener,
-        app.into_make_service_with_connect_info::<SocketAddr>(),
-    )
-    .with_graceful_shutdown(when_stopped());
+    let http = http_server::serve(listener, app, when_stopped());
     let grpc = crate::grpc::serve(grpc_listener, engine, metrics, when_stopped());
-    let both = async {
-        tokio::try_join!(async { http.await.map_err(ServeError::Serve) }, async {
-            grpc.await.map_err(ServeError::Grpc)
-        },)
-    };
+    let both = async { tokio::join!(http, grpc).1.map_err(ServeError::Grpc) };
     // A client that never closes its connection must not hold the daemon forever.
     let grace = async {
         when_stopped().await;

@@ -137,6 +137,11 @@ impl Daemon {
         self.child.try_wait().expect("wait works").is_none()
     }
 
+    /// The exit status, once the process has exited.
+    pub fn exit_status(&mut self) -> Option<ExitStatus> {
+        self.child.try_wait().expect("wait works")
+    }
+
     pub fn pid(&self) -> u32 {
         self.child.id()
     }

@@ -1,0 +1,139 @@
+//! A key cardinality flood against a real Redis: 50,000 distinct users (and as many IPs) through
+//! the real binary, then every key in Redis, the control loop's included (`<prefix>:control:*`,
+//! the per-subject `:a:` activity buckets), carries a TTL.
+
+mod common;
+
+use common::daemon::{Connection, Daemon};
+use common::redis::RedisServer;
+use std::io::Write;
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+const SUBJECTS: u64 = 50_000;
+const BATCH: u64 = 1_000;
+
+fn policy(url: &str) -> String {
+    format!(
+        "store: {{ url: \"{url}\", on_error: deny, timeout: 1s, key_prefix: flood }}
+default_tier: t
+tiers:
+  t:
+    limits:
+      - {{ name: hourly, algorithm: sliding_log, requests: 100, window: 1h }}
+      - {{ name: burst, algorithm: token_bucket, requests: 20, window: 1m, burst: 20 }}
+endpoints:
+  - path: /login
+    key: ip
+    limits: [ {{ name: login, algorithm: sliding_window, requests: 20, window: 5m }} ]
+default_endpoint:
+  limits: [ {{ name: endpoint, algorithm: gcra, requests: 50, window: 1m }} ]
+adaptive:
+  interval: 1s
+"
+    )
+}
+
+fn batch_request(index: u64) -> Vec<u8> {
+    let items: Vec<String> = (index * BATCH..(index + 1) * BATCH)
+        .map(|i| {
+            let endpoint = if i % 2 == 0 { "/login" } else { "/api/x" };
+            format!(
+                r#"{{"user":"u{i}","endpoint":"{endpoint}","ip":"10.{}.{}.{}"}}"#,
+                i >> 16,
+                (i >> 8) & 255,
+                i & 255
+            )
+        })
+        .collect();
+    let body = format!(r#"{{"requests":[{}]}}"#, items.join(","));
+    format!(
+        "POST /v1/check/batch HTTP/1.1\r\nHost: ratewarden\r\nContent-Type: application/json\r\nContent-Length: {}\r\n\r\n{body}",
+        body.len()
+    )
+    .into_bytes()
+}
+
+/// `PTTL` of every key, through one redis-cli reading the commands from stdin.
+fn pttls(redis: &RedisServer, keys: &[String]) -> Vec<i64> {
+    let mut cli = Command::new("redis-cli")
+        .args(["-p", &redis.port.to_string()])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .spawn()
+        .expect("redis-cli runs");
+    let mut stdin = cli.stdin.take().unwrap();
+    let commands: String = keys.iter().map(|k| format!("PTTL \"{k}\"\n")).collect();
+    let writer = std::thread::spawn(move || stdin.write_all(commands.as_bytes()));
+    let out = cli.wait_with_output().expect("redis-cli ends");
+    writer.join().unwrap().expect("commands written");
+    String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .map(|l| {
+            l.trim()
+                .parse()
+                .unwrap_or_else(|_| panic!("PTTL said {l:?}"))
+        })
+        .collect()
+}
+
+#[test]
+fn every_key_of_a_cardinality_flood_has_a_ttl_control_keys_included() {
+    let redis = RedisServer::start();
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("policy.yaml");
+    std::fs::write(&path, policy(&redis.url())).unwrap();
+    let daemon = Daemon::start(&path, &[]);
+
+    let started = Instant::now();
+    let mut connection = Connection::open(daemon.addr).expect("connects");
+    for index in 0..SUBJECTS / BATCH {
+        let reply = connection
+            .exchange(&batch_request(index), false)
+            .expect("answered");
+        assert_eq!(reply.status, 200, "{}", reply.text());
+        assert!(
+            !reply.text().contains(r#""degraded":true"#),
+            "Redis kept up"
+        );
+    }
+    println!("{SUBJECTS} subjects in {:.1?}", started.elapsed());
+
+    // Two control cycles after the flood: the activity of every subject is flushed and the
+    // leader has published its standings.
+    std::thread::sleep(Duration::from_secs(3));
+    let keys = redis.keys();
+    let ttls = pttls(&redis, &keys);
+    assert_eq!(ttls.len(), keys.len());
+    let without: Vec<_> = keys
+        .iter()
+        .zip(&ttls)
+        .filter(|(_, ttl)| **ttl < 0)
+        .map(|(k, ttl)| format!("{k} (PTTL {ttl})"))
+        .collect();
+    let control = keys
+        .iter()
+        .filter(|k| k.starts_with("flood:control:"))
+        .count();
+    let activity = keys.iter().filter(|k| k.contains(":a:")).count();
+    println!(
+        "{} keys: {control} control, {activity} activity buckets, {} limit keys; {} without TTL",
+        keys.len(),
+        keys.len() - control - activity,
+        without.len()
+    );
+    assert!(
+        without.is_empty(),
+        "keys without a TTL: {:?}",
+        &without[..without.len().min(20)]
+    );
+    assert!(control > 0, "the control loop wrote its keys");
+    assert!(
+        activity as u64 >= SUBJECTS,
+        "activity buckets of every subject"
+    );
+    // One sliding log (and its total), one bucket and one endpoint key per user, a login key
+    // per IP of the /login half.
+    assert!(keys.len() as u64 >= SUBJECTS * 3, "{} keys", keys.len());
+    assert!(keys.iter().all(|k| k.starts_with("flood:")));
+}
