@@ -122,6 +122,11 @@ impl ScaleFactors {
         });
     }
 
+    /// Every subject's standing from the last cycle (`replay` notes when subjects are flagged).
+    pub fn standings(&self) -> Arc<HashMap<KeyHash, Standing>> {
+        self.standings.load_full()
+    }
+
     pub fn flagged_count(&self) -> usize {
         self.standings.load().values().filter(|s| s.flagged).count()
     }
