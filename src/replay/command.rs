@@ -49,10 +49,10 @@ pub enum ReplayError {
     },
     #[error("starting the runtime: {0}")]
     Runtime(std::io::Error),
-    #[error("writing {path}: {source}")]
+    #[error("writing {path}: {error}")]
     Write {
         path: PathBuf,
-        source: std::io::Error,
+        error: std::io::Error,
     },
     #[error("drawing {path}: {message}")]
     Plot { path: PathBuf, message: String },
@@ -73,9 +73,9 @@ pub fn run(args: &ReplayArgs) -> Result<Report, ReplayError> {
         errors: e.to_string(),
     })?;
     for path in &args.logs {
-        std::fs::metadata(path).map_err(|source| ReadError::Open {
+        std::fs::metadata(path).map_err(|error| ReadError::Open {
             path: path.clone(),
-            source,
+            error,
         })?;
     }
     let traffic = read_with_progress(args)?;
@@ -144,9 +144,9 @@ pub fn run(args: &ReplayArgs) -> Result<Report, ReplayError> {
             let file = std::io::BufWriter::new(std::fs::File::create(path)?);
             serde_json::to_writer_pretty(file, &report).map_err(std::io::Error::other)
         };
-        write().map_err(|source| ReplayError::Write {
+        write().map_err(|error| ReplayError::Write {
             path: path.clone(),
-            source,
+            error,
         })?;
     }
     if let Some(path) = &args.plot {
@@ -220,10 +220,10 @@ fn replay_all<'a>(
     );
     let writer = match &args.decisions {
         Some(path) => Some(
-            DecisionWriter::new(path, thresholds.len()).map_err(|source| ReplayError::Write {
-                path: path.clone(),
-                source,
-            })?,
+            DecisionWriter::new(path, thresholds.len()).map_err(|error| ReplayError::Write {
+            path: path.clone(),
+            error,
+        })?,
         ),
         None => None,
     };
@@ -266,9 +266,9 @@ fn replay_all<'a>(
                             progress,
                         ))),
                     };
-                    results.lock()[index] = Some(result.map_err(|(path, source)| {
-                        ReplayError::Write { path, source }
-                    }));
+                    results.lock()[index] = Some(
+                        result.map_err(|(path, error)| ReplayError::Write { path, error }),
+                    );
                 }
             });
         }
@@ -289,10 +289,10 @@ fn replay_all<'a>(
     if let (Some(writer), Some(path)) = (writer, &args.decisions) {
         writer
             .finish()
-            .map_err(|source| ReplayError::Write {
-                path: path.clone(),
-                source,
-            })?;
+            .map_err(|error| ReplayError::Write {
+            path: path.clone(),
+            error,
+        })?;
     }
     Ok(summaries)
 }

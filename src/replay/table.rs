@@ -118,7 +118,13 @@ fn write_report(out: &mut String, report: &Report) -> std::fmt::Result {
 }
 
 fn write_summary(out: &mut String, s: &Summary) -> std::fmt::Result {
-    writeln!(out, "requests         {:>12}  from {} subjects", s.requests, s.subjects)?;
+    writeln!(
+        out,
+        "requests         {:>12}  from {} subject{}",
+        s.requests,
+        s.subjects,
+        if s.subjects == 1 { "" } else { "s" }
+    )?;
     writeln!(out, "  allowed        {:>12}  {}", s.allowed, pct(s.allowed, s.requests))?;
     writeln!(out, "  denied         {:>12}  {}", s.denied, pct(s.denied, s.requests))?;
     for (reason, n) in s.denied_by_reason.pairs() {

@@ -72,16 +72,11 @@ impl SubjectChoice {
 
 #[derive(Debug, thiserror::Error)]
 pub enum ReadError {
-    #[error("cannot open {path}: {source}")]
+    // `error`, not `source`: the message says it already (anyhow would repeat a source).
+    #[error("cannot open {path}: {error}")]
     Open {
         path: PathBuf,
-        source: std::io::Error,
-    },
-    #[error("{path}: reading line {line}: {source}")]
-    Read {
-        path: PathBuf,
-        line: u64,
-        source: std::io::Error,
+        error: std::io::Error,
     },
     #[error(
         "{path} is a combined log, which carries no {header} header (only Referer and User-Agent): use --subject ip or user"
@@ -125,13 +120,13 @@ fn read_file(
             let mut magic = [0u8; 2];
             std::io::Read::read(&mut f, &mut magic).map(|n| n == 2 && magic == [0x1f, 0x8b])
         })
-        .map_err(|source| ReadError::Open {
+        .map_err(|error| ReadError::Open {
             path: path.to_path_buf(),
-            source,
+            error,
         })?;
-    let mut reader = open(path, read.clone()).map_err(|source| ReadError::Open {
+    let mut reader = open(path, read.clone()).map_err(|error| ReadError::Open {
         path: path.to_path_buf(),
-        source,
+        error,
     })?;
     let mut stats = FileStats {
         path: path.to_path_buf(),
@@ -147,11 +142,16 @@ fn read_file(
         Format::Jsonl => Some(Format::Jsonl),
     };
     loop {
-        let next = reader.next_line().map_err(|source| ReadError::Read {
-            path: path.to_path_buf(),
-            line: stats.lines + 1,
-            source,
-        })?;
+        // A file that cannot be read to its end (a truncated gzip, say) is used up to there.
+        let next = match reader.next_line() {
+            Ok(next) => next,
+            Err(error) => {
+                stats.skipped += 1;
+                let problem = format!("reading stopped: {error}");
+                traffic.skip(path, stats.lines + 1, problem, None);
+                break;
+            }
+        };
         let Some((number, line)) = next else { break };
         stats.lines = number;
         let text = match line {
