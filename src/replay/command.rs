@@ -221,9 +221,9 @@ fn replay_all<'a>(
     let writer = match &args.decisions {
         Some(path) => Some(
             DecisionWriter::new(path, thresholds.len()).map_err(|error| ReplayError::Write {
-            path: path.clone(),
-            error,
-        })?,
+                path: path.clone(),
+                error,
+            })?,
         ),
         None => None,
     };
@@ -266,9 +266,8 @@ fn replay_all<'a>(
                             progress,
                         ))),
                     };
-                    results.lock()[index] = Some(
-                        result.map_err(|(path, error)| ReplayError::Write { path, error }),
-                    );
+                    results.lock()[index] =
+                        Some(result.map_err(|(path, error)| ReplayError::Write { path, error }));
                 }
             });
         }
@@ -287,9 +286,7 @@ fn replay_all<'a>(
         }
     }
     if let (Some(writer), Some(path)) = (writer, &args.decisions) {
-        writer
-            .finish()
-            .map_err(|error| ReplayError::Write {
+        writer.finish().map_err(|error| ReplayError::Write {
             path: path.clone(),
             error,
         })?;

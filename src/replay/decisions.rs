@@ -122,7 +122,11 @@ fn line_of<'a>(
         Ok(decision) => {
             line.allowed = Some(decision.allowed);
             line.reason = decision.reason.filter(|_| !decision.allowed);
-            line.rule = Some(decision.deciding_limit().map_or("none", |l| l.name.as_str()));
+            line.rule = Some(
+                decision
+                    .deciding_limit()
+                    .map_or("none", |l| l.name.as_str()),
+            );
             line.tier = Some(decision.tier_name());
             line.shadow = decision.shadow;
         }

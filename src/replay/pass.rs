@@ -8,7 +8,7 @@
 
 use super::summary::{Summary, Tally};
 use super::traffic::{Record, Traffic};
-use crate::clock::{Micros, ManualClock, micros};
+use crate::clock::{ManualClock, Micros, micros};
 use crate::control::{ControlLoop, LoadSampler, ModelSlot};
 use crate::engine::{CheckError, CheckRequest, Decision, Engine, SubjectHasher};
 use crate::policy::Policy;

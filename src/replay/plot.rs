@@ -33,7 +33,10 @@ fn draw_both(report: &Report, path: &Path) -> Drawn {
             sweep_curve(&bottom, rows)?
         }
         Some(rows) => sweep_unlabelled(&bottom, rows)?,
-        None => note(&bottom, "no --sweep: run with --sweep threshold=FROM:TO:STEP for the curve")?,
+        None => note(
+            &bottom,
+            "no --sweep: run with --sweep threshold=FROM:TO:STEP for the curve",
+        )?,
     }
     root.present()?;
     Ok(())
@@ -151,7 +154,10 @@ fn sweep_curve(area: &Area, rows: &[SweepRow]) -> Drawn {
         .margin(20)
         .x_label_area_size(45)
         .y_label_area_size(70)
-        .build_cartesian_2d(0f64..(x_max * 1.2).max(0.1), 0f64..(y_max * 1.1).clamp(1.0, 100.0))?;
+        .build_cartesian_2d(
+            0f64..(x_max * 1.2).max(0.1),
+            0f64..(y_max * 1.1).clamp(1.0, 100.0),
+        )?;
     chart
         .configure_mesh()
         .x_desc("normal requests denied (%)")
@@ -161,16 +167,42 @@ fn sweep_curve(area: &Area, rows: &[SweepRow]) -> Drawn {
     let blue = RGBColor(31, 119, 180);
     chart.draw_series(LineSeries::new(points.clone(), blue.stroke_width(2)))?;
     chart.draw_series(points.iter().map(|p| Circle::new(*p, 4, blue.filled())))?;
-    chart.draw_series(rows.iter().zip(&points).map(|(r, p)| {
-        Text::new(format!("{}", r.threshold), (p.0, p.1), (FONT, 14))
-    }))?;
+    // Consecutive thresholds with the same outcome share one label ("0.2–0.9").
+    let mut labels: Vec<(String, (f64, f64))> = Vec::new();
+    let mut group_start = 0;
+    for i in 0..rows.len() {
+        let same_as_next = points
+            .get(i + 1)
+            .is_some_and(|n| (n.0 - points[i].0).abs() < 1e-3 && (n.1 - points[i].1).abs() < 1e-3);
+        if !same_as_next {
+            let (first, last) = (rows[group_start].threshold, rows[i].threshold);
+            let text = if group_start == i {
+                format!("{first}")
+            } else {
+                format!("{first}–{last}")
+            };
+            labels.push((text, points[i]));
+            group_start = i + 1;
+        }
+    }
+    let offset = (x_max * 0.01, y_max * 0.02);
+    chart.draw_series(
+        labels
+            .into_iter()
+            .map(|(text, p)| Text::new(text, (p.0 + offset.0, p.1 + offset.1), (FONT, 15))),
+    )?;
     Ok(())
 }
 
 fn sweep_unlabelled(area: &Area, rows: &[SweepRow]) -> Drawn {
     let low = rows.first().map_or(0.0, |r| r.threshold);
     let high = rows.last().map_or(1.0, |r| r.threshold);
-    let peak = rows.iter().map(|r| r.anomaly_denied).max().unwrap_or(0).max(1);
+    let peak = rows
+        .iter()
+        .map(|r| r.anomaly_denied)
+        .max()
+        .unwrap_or(0)
+        .max(1);
     let mut chart = ChartBuilder::on(area)
         .caption(
             "Sweep: requests denied by reason anomaly (no labels in the input)",

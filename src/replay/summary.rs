@@ -160,7 +160,8 @@ impl Timeline {
     }
 
     fn bucket(&mut self, at: Micros) -> Option<&mut Bucket> {
-        let index = (at.saturating_sub(self.start_micros) / 1_000_000 / self.bucket_seconds) as usize;
+        let index =
+            (at.saturating_sub(self.start_micros) / 1_000_000 / self.bucket_seconds) as usize;
         self.buckets.get_mut(index)
     }
 }
@@ -246,7 +247,9 @@ impl Tally {
             Err(error) => {
                 self.undecidable += 1;
                 let message = error.to_string();
-                if self.undecidable_examples.len() < 5 && !self.undecidable_examples.contains(&message) {
+                if self.undecidable_examples.len() < 5
+                    && !self.undecidable_examples.contains(&message)
+                {
                     self.undecidable_examples.push(message);
                 }
                 return;
@@ -377,13 +380,15 @@ impl Tally {
             .rules
             .into_iter()
             .flat_map(|(tier, rules)| {
-                rules.into_iter().map(move |(rule, (reasons, shadow))| RuleRow {
-                    rule,
-                    tier: tier.clone(),
-                    denied: reasons.pairs().iter().map(|(_, n)| n).sum(),
-                    reasons,
-                    shadow_denied: shadow,
-                })
+                rules
+                    .into_iter()
+                    .map(move |(rule, (reasons, shadow))| RuleRow {
+                        rule,
+                        tier: tier.clone(),
+                        denied: reasons.pairs().iter().map(|(_, n)| n).sum(),
+                        reasons,
+                        shadow_denied: shadow,
+                    })
             })
             .collect();
         by_rule.sort_by(|a, b| {
@@ -400,7 +405,11 @@ impl Tally {
                 denied,
             })
             .collect();
-        by_tier.sort_by(|a, b| b.requests.cmp(&a.requests).then_with(|| a.tier.cmp(&b.tier)));
+        by_tier.sort_by(|a, b| {
+            b.requests
+                .cmp(&a.requests)
+                .then_with(|| a.tier.cmp(&b.tier))
+        });
         let mut label_stats = self.labels;
         for (s, label) in labels.iter().enumerate() {
             let was_flagged = self.flags.contains_key(&(s as u32));

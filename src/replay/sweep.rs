@@ -32,7 +32,11 @@ impl FromStr for Sweep {
                 .filter(|x| x.is_finite())
                 .ok_or_else(|| format!("{text:?}: {what} {s:?} is not a number"))
         };
-        let (from, to, step) = (number(from, "FROM")?, number(to, "TO")?, number(step, "STEP")?);
+        let (from, to, step) = (
+            number(from, "FROM")?,
+            number(to, "TO")?,
+            number(step, "STEP")?,
+        );
         if !(0.0..=1.0).contains(&from) || !(0.0..=1.0).contains(&to) || from > to {
             return Err(format!("{text:?}: need 0 <= FROM <= TO <= 1"));
         }

@@ -57,11 +57,7 @@ fn write_report(out: &mut String, report: &Report) -> std::fmt::Result {
         }
     }
     if report.lines_skipped > report.skipped_examples.len() as u64 {
-        writeln!(
-            out,
-            "  skipped ... {} lines in all",
-            report.lines_skipped
-        )?;
+        writeln!(out, "  skipped ... {} lines in all", report.lines_skipped)?;
     }
     writeln!(
         out,
@@ -71,7 +67,10 @@ fn write_report(out: &mut String, report: &Report) -> std::fmt::Result {
         report.span_seconds,
         report.subject,
         if report.subject_fallbacks > 0 {
-            format!(" ({} lines without it used the fallback)", report.subject_fallbacks)
+            format!(
+                " ({} lines without it used the fallback)",
+                report.subject_fallbacks
+            )
         } else {
             String::new()
         }
@@ -85,10 +84,7 @@ fn write_report(out: &mut String, report: &Report) -> std::fmt::Result {
             m.version,
             s.threshold
         )?,
-        (None, Some(problem)) => writeln!(
-            out,
-            "  model   none: {problem}; no anomaly scaling"
-        )?,
+        (None, Some(problem)) => writeln!(out, "  model   none: {problem}; no anomaly scaling")?,
         (None, None) => writeln!(out, "  model   none in the policy; no anomaly scaling")?,
     }
     writeln!(out)?;
@@ -125,8 +121,18 @@ fn write_summary(out: &mut String, s: &Summary) -> std::fmt::Result {
         s.subjects,
         if s.subjects == 1 { "" } else { "s" }
     )?;
-    writeln!(out, "  allowed        {:>12}  {}", s.allowed, pct(s.allowed, s.requests))?;
-    writeln!(out, "  denied         {:>12}  {}", s.denied, pct(s.denied, s.requests))?;
+    writeln!(
+        out,
+        "  allowed        {:>12}  {}",
+        s.allowed,
+        pct(s.allowed, s.requests)
+    )?;
+    writeln!(
+        out,
+        "  denied         {:>12}  {}",
+        s.denied,
+        pct(s.denied, s.requests)
+    )?;
     for (reason, n) in s.denied_by_reason.pairs() {
         if n > 0 {
             writeln!(out, "    {reason:<16}{n:>10}  {}", pct(n, s.requests))?;
@@ -159,7 +165,10 @@ fn write_summary(out: &mut String, s: &Summary) -> std::fmt::Result {
         writeln!(
             out,
             "  labelled: abuse subjects flagged {}/{}, normal subjects flagged {}/{}",
-            l.abuse_subjects_flagged, l.abuse_subjects, l.normal_subjects_flagged, l.normal_subjects
+            l.abuse_subjects_flagged,
+            l.abuse_subjects,
+            l.normal_subjects_flagged,
+            l.normal_subjects
         )?;
     }
     if !s.by_rule.is_empty() {
@@ -211,11 +220,18 @@ fn write_summary(out: &mut String, s: &Summary) -> std::fmt::Result {
         )?;
     }
     if s.flagged.len() > FLAGGED_SHOWN {
-        writeln!(out, "  ... {} more in --report", s.flagged.len() - FLAGGED_SHOWN)?;
+        writeln!(
+            out,
+            "  ... {} more in --report",
+            s.flagged.len() - FLAGGED_SHOWN
+        )?;
     }
     if !s.top_denied.is_empty() {
         writeln!(out)?;
-        writeln!(out, "top subjects by denials    requests    denied  flagged  label")?;
+        writeln!(
+            out,
+            "top subjects by denials    requests    denied  flagged  label"
+        )?;
         for t in &s.top_denied {
             writeln!(
                 out,

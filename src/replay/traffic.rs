@@ -103,7 +103,11 @@ pub struct Parsed<'a> {
 impl Traffic {
     pub fn push(&mut self, file: u32, line: u64, parsed: &Parsed<'_>) {
         let subject = intern(&mut self.subjects, &mut self.ids.subjects, parsed.subject);
-        let endpoint = intern(&mut self.endpoints, &mut self.ids.endpoints, parsed.endpoint);
+        let endpoint = intern(
+            &mut self.endpoints,
+            &mut self.ids.endpoints,
+            parsed.endpoint,
+        );
         let tier = parsed
             .tier
             .map(|t| intern(&mut self.tiers, &mut self.ids.tiers, t));

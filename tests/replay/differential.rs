@@ -57,10 +57,17 @@ fn traffic(dir: &Path) -> Vec<Value> {
             "ip": format!("198.51.100.{}", i % 60 + 1), "tier": "free", "status": 401, "label": "abuse"}));
     }
     for i in 0..(SECONDS * 3.0) as u64 {
-        records.push(json!({"ts": 0.1 + i as f64 / 3.0, "user": "searcher", "endpoint": "/api/search",
-            "ip": "192.0.2.44", "tier": "pro", "status": 200, "label": "normal"}));
+        records.push(
+            json!({"ts": 0.1 + i as f64 / 3.0, "user": "searcher", "endpoint": "/api/search",
+            "ip": "192.0.2.44", "tier": "pro", "status": 200, "label": "normal"}),
+        );
     }
-    records.sort_by(|a, b| a["ts"].as_f64().unwrap().total_cmp(&b["ts"].as_f64().unwrap()));
+    records.sort_by(|a, b| {
+        a["ts"]
+            .as_f64()
+            .unwrap()
+            .total_cmp(&b["ts"].as_f64().unwrap())
+    });
     records
 }
 
@@ -115,7 +122,8 @@ fn live_and_replayed_decisions_agree_per_request() {
         assert!(code == 200 || code == 429, "{code} {decision}");
         if decision["allowed"] == true {
             if let Some(status) = r.get("status") {
-                let report = json!({"user": r["user"], "endpoint": r["endpoint"], "status": status});
+                let report =
+                    json!({"user": r["user"], "endpoint": r["endpoint"], "status": status});
                 assert_eq!(post(&mut connection, "/v1/report", &report).0, 202);
             }
         }
@@ -197,7 +205,12 @@ fn live_and_replayed_decisions_agree_per_request() {
         late[late.len() - 1] * 1000.0,
         phase.len(),
         timing.len(),
-        phase.iter().chain(&timing).cloned().collect::<Vec<_>>().join("\n")
+        phase
+            .iter()
+            .chain(&timing)
+            .cloned()
+            .collect::<Vec<_>>()
+            .join("\n")
     );
     assert!(anomaly_live > 0, "the stuffer was flagged live");
     assert!(

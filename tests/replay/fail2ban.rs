@@ -98,7 +98,12 @@ fn status_of(line: &str) -> Option<u16> {
             _ => i += 1,
         }
     }
-    after_date.get(i + 1..)?.split_whitespace().next()?.parse().ok()
+    after_date
+        .get(i + 1..)?
+        .split_whitespace()
+        .next()?
+        .parse()
+        .ok()
 }
 
 struct Expected {
@@ -147,18 +152,20 @@ fn fail2bans_access_log_excerpts_parse_as_their_lines_say() {
                 status: status_of(line),
                 host: host.take(),
             };
-            let parsed = parse_combined_line(line).unwrap_or_else(|e| {
-                panic!("{}:{}: {e}\n{line}", file.display(), index + 1)
-            });
+            let parsed = parse_combined_line(line)
+                .unwrap_or_else(|e| panic!("{}:{}: {e}\n{line}", file.display(), index + 1));
             let at = |p: &str| format!("{}:{}: {p}", file.display(), index + 1);
             assert_eq!(parsed.address, want.address, "{}", at("address"));
             assert_eq!(parsed.user.map(str::to_owned), want.user, "{}", at("user"));
             assert_eq!(parsed.status, want.status, "{}", at("status"));
             assert!(want.status.is_some(), "{}", at("a status in the line"));
             // The time, written back in the line's own offset, is the line's text.
-            let offset = DateTime::parse_from_str(&format!("01/Jan/2000:00:00:00 {}", &want.date[21..]), "%d/%b/%Y:%H:%M:%S %z")
-                .unwrap()
-                .timezone();
+            let offset = DateTime::parse_from_str(
+                &format!("01/Jan/2000:00:00:00 {}", &want.date[21..]),
+                "%d/%b/%Y:%H:%M:%S %z",
+            )
+            .unwrap()
+            .timezone();
             let written = DateTime::from_timestamp_micros(parsed.at as i64)
                 .unwrap()
                 .with_timezone(&offset)
@@ -180,7 +187,10 @@ fn fail2bans_access_log_excerpts_parse_as_their_lines_say() {
         "fail2ban ships combined lines in at least 5 files, 25 lines (found {checked} in {})",
         expected.len()
     );
-    eprintln!("{checked} combined lines from {} fail2ban files", expected.len());
+    eprintln!(
+        "{checked} combined lines from {} fail2ban files",
+        expected.len()
+    );
 
     // The binary replays exactly those lines (the rest are fail2ban's comments and other
     // formats: skipped and counted), each under the subject the line names.

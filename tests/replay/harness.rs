@@ -42,7 +42,10 @@ impl Run {
 /// `ratewarden replay ARGS` with `env`.
 pub fn replay(args: &[&str], env: &[(&str, &str)]) -> Run {
     let mut command = Command::new(env!("CARGO_BIN_EXE_ratewarden"));
-    command.arg("replay").args(args).env_remove("RATEWARDEN_HASH_KEY");
+    command
+        .arg("replay")
+        .args(args)
+        .env_remove("RATEWARDEN_HASH_KEY");
     for (key, value) in env {
         command.env(key, value);
     }

@@ -151,8 +151,10 @@ fn bad_lines_are_counted_shown_with_their_numbers_and_skipped() {
         writeln!(file, "{line}").unwrap();
     }
     // Binary garbage: NULs, bytes that are not UTF-8, a PNG signature, no newline for a while.
-    file.write_all(b"\x00\x01\xff\xfe\x89PNG\r\n\x1a\n").unwrap();
-    file.write_all(&[0xde, 0xad, 0xbe, 0xef].repeat(40_000)).unwrap();
+    file.write_all(b"\x00\x01\xff\xfe\x89PNG\r\n\x1a\n")
+        .unwrap();
+    file.write_all(&[0xde, 0xad, 0xbe, 0xef].repeat(40_000))
+        .unwrap();
     file.write_all(b"\n").unwrap();
     writeln!(file, "{}", GOOD.replace("08:00:00", "08:00:09")).unwrap();
     drop(file);
@@ -204,7 +206,12 @@ fn bad_lines_are_counted_shown_with_their_numbers_and_skipped() {
     bytes.extend(std::iter::repeat_n(0x80u8, 70 * 1024));
     std::fs::write(&garbage, &bytes).unwrap();
     let run = replay(
-        &["--policy", policy.to_str().unwrap(), "--log", garbage.to_str().unwrap()],
+        &[
+            "--policy",
+            policy.to_str().unwrap(),
+            "--log",
+            garbage.to_str().unwrap(),
+        ],
         &[],
     );
     run.assert_fails_with(&format!(
@@ -220,7 +227,12 @@ fn an_empty_file_a_missing_file_and_a_bad_policy_exit_non_zero_with_a_clear_mess
     let empty = dir.path().join("empty.log");
     std::fs::write(&empty, "").unwrap();
     replay(
-        &["--policy", policy.to_str().unwrap(), "--log", empty.to_str().unwrap()],
+        &[
+            "--policy",
+            policy.to_str().unwrap(),
+            "--log",
+            empty.to_str().unwrap(),
+        ],
         &[],
     )
     .assert_fails_with(&format!(
@@ -230,7 +242,12 @@ fn an_empty_file_a_missing_file_and_a_bad_policy_exit_non_zero_with_a_clear_mess
 
     let missing = dir.path().join("missing.log");
     replay(
-        &["--policy", policy.to_str().unwrap(), "--log", missing.to_str().unwrap()],
+        &[
+            "--policy",
+            policy.to_str().unwrap(),
+            "--log",
+            missing.to_str().unwrap(),
+        ],
         &[],
     )
     .assert_fails_with(&format!(
@@ -243,7 +260,12 @@ fn an_empty_file_a_missing_file_and_a_bad_policy_exit_non_zero_with_a_clear_mess
     let bad_policy = dir.path().join("policy.yaml");
     std::fs::write(&bad_policy, "tiers: {}\nfrobnicate: 1\n").unwrap();
     let run = replay(
-        &["--policy", bad_policy.to_str().unwrap(), "--log", good.to_str().unwrap()],
+        &[
+            "--policy",
+            bad_policy.to_str().unwrap(),
+            "--log",
+            good.to_str().unwrap(),
+        ],
         &[],
     );
     run.assert_fails_with(&format!("error: policy {}:\n", bad_policy.display()));

@@ -102,7 +102,12 @@ fn sweep_rows_match_a_direct_count_of_the_decisions_and_the_plot_is_a_png() {
         .lines()
         .skip_while(|l| !l.starts_with("sweep "))
         .skip(1)
-        .map(|l| l.split("  ").map(str::trim).filter(|f| !f.is_empty()).collect())
+        .map(|l| {
+            l.split("  ")
+                .map(str::trim)
+                .filter(|f| !f.is_empty())
+                .collect()
+        })
         .collect();
     assert_eq!(printed.len(), THRESHOLDS.len(), "{}", run.stdout);
     let rows = report["sweep"].as_array().unwrap();
@@ -116,19 +121,30 @@ fn sweep_rows_match_a_direct_count_of_the_decisions_and_the_plot_is_a_png() {
         assert_eq!(printed[3], pct(c.abuse_denied, c.abuse));
         assert_eq!(printed[4], pct(c.normal_denied, c.normal));
         let share = |v: &Value| v.as_f64().unwrap();
-        assert!((share(&row["abuse_denied_share"]) - c.abuse_denied as f64 / c.abuse as f64).abs() < 1e-12);
-        assert!((share(&row["normal_denied_share"]) - c.normal_denied as f64 / c.normal as f64).abs() < 1e-12);
+        assert!(
+            (share(&row["abuse_denied_share"]) - c.abuse_denied as f64 / c.abuse as f64).abs()
+                < 1e-12
+        );
+        assert!(
+            (share(&row["normal_denied_share"]) - c.normal_denied as f64 / c.normal as f64).abs()
+                < 1e-12
+        );
         // Flags are not per request, but every subject denied for anomaly was flagged.
         assert_eq!(printed[1], row["subjects_flagged"].to_string());
         assert_eq!(printed[5], row["normal_subjects_flagged"].to_string());
-        assert!(row["subjects_flagged"].as_u64().unwrap() >= c.anomaly_denied_subjects.len() as u64);
+        assert!(
+            row["subjects_flagged"].as_u64().unwrap() >= c.anomaly_denied_subjects.len() as u64
+        );
         assert!(
             row["normal_subjects_flagged"].as_u64().unwrap()
                 >= c.normal_anomaly_denied_subjects.len() as u64
         );
     }
     // A lower threshold flags at least as many subjects.
-    let flagged: Vec<u64> = rows.iter().map(|r| r["subjects_flagged"].as_u64().unwrap()).collect();
+    let flagged: Vec<u64> = rows
+        .iter()
+        .map(|r| r["subjects_flagged"].as_u64().unwrap())
+        .collect();
     assert!(flagged.windows(2).all(|w| w[0] >= w[1]), "{flagged:?}");
     assert!(flagged[0] > 0, "the shipped model flags simulated abusers");
 
@@ -150,8 +166,11 @@ fn sweep_rows_match_a_direct_count_of_the_decisions_and_the_plot_is_a_png() {
         .sum();
     assert_eq!(by_rule, c.denied);
     assert!(
-        run.stdout
-            .contains(&format!("  denied         {:>12}  {}", c.denied, pct(c.denied, c.requests))),
+        run.stdout.contains(&format!(
+            "  denied         {:>12}  {}",
+            c.denied,
+            pct(c.denied, c.requests)
+        )),
         "{}",
         run.stdout
     );

@@ -51,9 +51,13 @@ pub fn parse_combined_line(line: &str) -> Result<CombinedLine<'_>, CombinedError
         return Err(CombinedError::Empty);
     }
     let mut cursor = Cursor { line, at: 0 };
-    let address = cursor.token().ok_or(CombinedError::Missing("$remote_addr"))?;
+    let address = cursor
+        .token()
+        .ok_or(CombinedError::Missing("$remote_addr"))?;
     cursor.token().ok_or(CombinedError::Missing("$ident"))?;
-    let user = cursor.token().ok_or(CombinedError::Missing("$remote_user"))?;
+    let user = cursor
+        .token()
+        .ok_or(CombinedError::Missing("$remote_user"))?;
     let date = cursor.delimited('[', ']', "[$time_local]")?;
     let at = parse_clf_time(date).map_err(|source| CombinedError::Date {
         text: date.to_owned(),
@@ -145,9 +149,7 @@ impl<'a> Cursor<'a> {
                 at: self.at,
             });
         };
-        let end = inner
-            .find(close)
-            .ok_or(CombinedError::Unterminated(what))?;
+        let end = inner.find(close).ok_or(CombinedError::Unterminated(what))?;
         self.at += open.len_utf8() + end + close.len_utf8();
         Ok(&inner[..end])
     }
@@ -195,8 +197,14 @@ mod tests {
     #[test]
     fn endpoints() {
         assert_eq!(endpoint_of("GET /a/b?x=1 HTTP/1.1"), (Some("GET"), "/a/b"));
-        assert_eq!(endpoint_of("GET http://h.example/p?q HTTP/1.1"), (Some("GET"), "/p"));
-        assert_eq!(endpoint_of("GET https://h.example HTTP/1.1"), (Some("GET"), "/"));
+        assert_eq!(
+            endpoint_of("GET http://h.example/p?q HTTP/1.1"),
+            (Some("GET"), "/p")
+        );
+        assert_eq!(
+            endpoint_of("GET https://h.example HTTP/1.1"),
+            (Some("GET"), "/")
+        );
         assert_eq!(endpoint_of(""), (None, "-"));
         assert_eq!(endpoint_of("batman"), (None, "-"));
         assert_eq!(endpoint_of("GET ?x HTTP/1.0"), (Some("GET"), "-"));

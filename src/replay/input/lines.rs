@@ -136,7 +136,12 @@ mod tests {
     fn numbered_lines() {
         assert_eq!(
             lines(b"a\r\nb\n\xff\xfe\nlast"),
-            ["1:Text(\"a\")", "2:Text(\"b\")", "3:NotUtf8", "4:Text(\"last\")"]
+            [
+                "1:Text(\"a\")",
+                "2:Text(\"b\")",
+                "3:NotUtf8",
+                "4:Text(\"last\")"
+            ]
         );
         assert!(lines(b"").is_empty());
     }

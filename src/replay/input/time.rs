@@ -14,8 +14,9 @@ pub enum TimeError {
 
 /// `dd/Mon/yyyy:HH:MM:SS[.fff] ±hhmm`.
 pub fn parse_clf_time(text: &str) -> Result<Micros, TimeError> {
-    let parsed = DateTime::parse_from_str(text, "%d/%b/%Y:%H:%M:%S%.f %z")
-        .map_err(|e| TimeError::Format(format!("{e} (expected like 10/Oct/2000:13:55:36 -0700)")))?;
+    let parsed = DateTime::parse_from_str(text, "%d/%b/%Y:%H:%M:%S%.f %z").map_err(|e| {
+        TimeError::Format(format!("{e} (expected like 10/Oct/2000:13:55:36 -0700)"))
+    })?;
     to_micros(parsed.timestamp_micros())
 }
 
