@@ -1,8 +1,9 @@
-//! The command line: `serve`, `check-policy`, `simulate` and `train`. Every `serve` flag (and
+//! The command line: `serve`, `check-policy`, `simulate`, `train` and `replay`. Every `serve` flag (and
 //! `--policy` anywhere) also reads `RATEWARDEN_<FLAG>`.
 
 use crate::model::ModelKind;
 use crate::policy::parse_duration;
+use crate::replay::{Format, SubjectChoice, Sweep};
 use clap::{Parser, Subcommand};
 use std::net::SocketAddr;
 use std::path::PathBuf;
@@ -95,6 +96,38 @@ pub enum Command {
         /// Gaussians in a `gmm` model.
         #[arg(long, default_value_t = 4)]
         components: usize,
+    },
+    /// Replay recorded traffic through the policy, the model and the control loop on a
+    /// simulated clock, and report what they would have done (replay.md).
+    Replay {
+        /// The policy to try.
+        #[arg(long, env = "RATEWARDEN_POLICY", default_value = "ratewarden.yaml")]
+        policy: PathBuf,
+        /// A log file (combined or JSON lines, gzip or not); repeat for more, in any order.
+        #[arg(long = "log", required = true)]
+        logs: Vec<PathBuf>,
+        /// The log format; `auto` decides per file by its first line.
+        #[arg(long, value_enum, default_value = "auto")]
+        format: Format,
+        /// Whom requests count against: `ip`, `user` or `header:NAME` [default: combined
+        /// logs the address, JSON lines the user].
+        #[arg(long)]
+        subject: Option<SubjectChoice>,
+        /// Replay once per threshold value: `threshold=FROM:TO:STEP`.
+        #[arg(long)]
+        sweep: Option<Sweep>,
+        /// Write everything the table shows (and more) as JSON.
+        #[arg(long)]
+        report: Option<PathBuf>,
+        /// Draw denials over time and the sweep curve as a PNG.
+        #[arg(long)]
+        plot: Option<PathBuf>,
+        /// Write every request's decision as a JSON line (every pass's, with a sweep).
+        #[arg(long)]
+        decisions: Option<PathBuf>,
+        /// Secret of the keyed subject hashes; the daemon's makes the replay exact.
+        #[arg(long, env = "RATEWARDEN_HASH_KEY", hide_env_values = true)]
+        hash_key: Option<String>,
     },
 }
 

@@ -14,13 +14,15 @@
 //! - [`control`]: the control loop: load factor, features, abuse scores, standings.
 //! - [`model`]: the abuse model (linfa): features in, abuse score in [0, 1] out; training.
 //! - [`simulate`]: labelled synthetic traffic to train and test the model on.
+//! - [`replay`]: recorded traffic (combined or JSON-lines logs) through the same engine and
+//!   control loop on a simulated clock: what a policy and model would have done.
 //! - [`http`]: the HTTP adapter (axum): requests in, decisions out.
 //! - [`grpc`]: the gRPC adapter (tonic): Envoy's rate limit service, health and reflection.
 //! - [`metrics`]: the one Prometheus `Metrics` struct, passed down to whoever records.
 //! - [`reload`]: policy hot reload (SIGHUP, file changes, admin API).
 //! - [`daemon`]: `ratewarden serve`: wiring, the HTTP server (head timeout and size cap),
 //!   background tasks, graceful shutdown.
-//! - [`cli`]: the command line (`serve`, `check-policy`, `simulate`, `train`).
+//! - [`cli`]: the command line (`serve`, `check-policy`, `simulate`, `train`, `replay`).
 
 pub mod algorithm;
 pub mod cli;
@@ -36,5 +38,6 @@ pub mod metrics;
 pub mod model;
 pub mod policy;
 pub mod reload;
+pub mod replay;
 pub mod simulate;
 pub mod store;

@@ -7,19 +7,26 @@ use ratewarden::daemon::{self, ServeConfig};
 use ratewarden::envoy_config::EnvoyConfig;
 use ratewarden::model::command::{self as train, TrainArgs};
 use ratewarden::policy::Policy;
+use ratewarden::replay::{self, ReplayArgs};
 use ratewarden::simulate::{self, SimulateConfig};
 use std::process::ExitCode;
 
 fn main() -> ExitCode {
+    let cli = Cli::parse();
+    // A replay loads the model once per pass: its "model loaded" lines would drown the table.
+    let default_level = match cli.command {
+        Command::Replay { .. } => "warn",
+        _ => "info",
+    };
     tracing_subscriber::fmt()
         .with_env_filter(
             tracing_subscriber::EnvFilter::try_from_env("RATEWARDEN_LOG")
-                .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info")),
+                .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(default_level)),
         )
         .with_writer(std::io::stderr)
         .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
         .init();
-    match run(Cli::parse()) {
+    match run(cli) {
         Ok(code) => code,
         Err(error) => {
             eprintln!("error: {error:#}");
@@ -88,6 +95,30 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
                 seed,
                 threshold,
                 components,
+            })?;
+            Ok(ExitCode::SUCCESS)
+        }
+        Command::Replay {
+            policy,
+            logs,
+            format,
+            subject,
+            sweep,
+            report,
+            plot,
+            decisions,
+            hash_key,
+        } => {
+            replay::run(&ReplayArgs {
+                policy,
+                logs,
+                format,
+                subject,
+                sweep,
+                report,
+                plot,
+                decisions,
+                hash_key,
             })?;
             Ok(ExitCode::SUCCESS)
         }

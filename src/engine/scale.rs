@@ -132,6 +132,11 @@ impl ScaleFactors {
         });
     }
 
+    /// Every subject's standing from the last cycle (`replay` notes when subjects are flagged).
+    pub fn standings(&self) -> Arc<HashMap<KeyHash, Standing>> {
+        self.standings.load_full()
+    }
+
     pub fn observed(&self, subject: KeyHash) -> Option<Observed> {
         self.observed.load().get(&subject).copied()
     }

@@ -41,7 +41,8 @@ pub async fn reload(_: Admin, State(state): State<AppState>) -> Result<Json<Relo
     let outcome = tokio::task::spawn_blocking(move || {
         reloader
             .reload("admin API")
-            .map_err(|error| (reloader.path().display().to_string(), error))
+            // Boxed: the error is large (clippy's result_large_err).
+            .map_err(|error| Box::new((reloader.path().display().to_string(), error)))
     })
     .await
     .map_err(|_| {
@@ -50,7 +51,7 @@ pub async fn reload(_: Admin, State(state): State<AppState>) -> Result<Json<Relo
             "the reload failed unexpectedly (a bug: please report it)",
         )
     })?;
-    match outcome {
+    match outcome.map_err(|boxed| *boxed) {
         Ok(()) => Ok(Json(Reloaded { reloaded: true })),
         Err((_, ReloadError::Model { path, error })) => Err(Problem::new(
             StatusCode::UNPROCESSABLE_ENTITY,

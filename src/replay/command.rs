@@ -1,0 +1,295 @@
+//! `ratewarden replay`: read the logs, replay them once per threshold (in parallel, one engine
+//! each), print the table, write `--report`, `--plot` and `--decisions`.
+
+use super::decisions::DecisionWriter;
+use super::input::time::format_rfc3339;
+use super::input::{Format, ReadError, SubjectChoice, read_logs};
+use super::pass::{PassSetup, replay_pass};
+use super::report::{ModelInfo, Report};
+use super::summary::Summary;
+use super::sweep::{Sweep, SweepRow};
+use super::traffic::Traffic;
+use super::{plot, table};
+use crate::model::Model;
+use crate::policy::Policy;
+use indicatif::{ProgressBar, ProgressStyle};
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
+use std::time::Duration;
+
+/// The secret of the keyed hashes when `RATEWARDEN_HASH_KEY` is unset. Decisions do not
+/// depend on it beyond hash collisions; setting the daemon's makes a replay exact.
+pub const DEFAULT_SECRET: &str = "ratewarden replay";
+
+#[derive(Debug, Clone)]
+pub struct ReplayArgs {
+    pub policy: PathBuf,
+    pub logs: Vec<PathBuf>,
+    pub format: Format,
+    pub subject: Option<SubjectChoice>,
+    pub sweep: Option<Sweep>,
+    pub report: Option<PathBuf>,
+    pub plot: Option<PathBuf>,
+    pub decisions: Option<PathBuf>,
+    pub hash_key: Option<String>,
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum ReplayError {
+    #[error("policy {path}:\n{errors}")]
+    Policy { path: PathBuf, errors: String },
+    #[error(transparent)]
+    Read(#[from] ReadError),
+    #[error("no parsable line in {files} ({skipped} lines skipped){examples}")]
+    NoLines {
+        files: String,
+        skipped: u64,
+        examples: String,
+    },
+    #[error("starting the runtime: {0}")]
+    Runtime(std::io::Error),
+    #[error("writing {path}: {error}")]
+    Write {
+        path: PathBuf,
+        error: std::io::Error,
+    },
+    #[error("drawing {path}: {message}")]
+    Plot { path: PathBuf, message: String },
+}
+
+fn bar(len: u64, template: &str) -> ProgressBar {
+    let bar = ProgressBar::new(len);
+    if let Ok(style) = ProgressStyle::with_template(template) {
+        bar.set_style(style.progress_chars("=> "));
+    }
+    bar
+}
+
+/// Runs the replay and prints the table to stdout; the report is returned too.
+pub fn run(args: &ReplayArgs) -> Result<Report, ReplayError> {
+    let policy = Policy::load(&args.policy).map_err(|e| ReplayError::Policy {
+        path: args.policy.clone(),
+        errors: e.to_string(),
+    })?;
+    for path in &args.logs {
+        std::fs::metadata(path).map_err(|error| ReadError::Open {
+            path: path.clone(),
+            error,
+        })?;
+    }
+    let traffic = read_with_progress(args)?;
+    if traffic.records.is_empty() {
+        return Err(no_lines(args, &traffic));
+    }
+    let model_path = policy.adaptive.anomaly.model.clone();
+    let (model, model_problem) = match &model_path {
+        None => (None, None),
+        Some(path) => match Model::load(path) {
+            Ok(m) => (
+                Some(ModelInfo {
+                    path: path.clone(),
+                    kind: m.kind().label(),
+                    version: m.version().to_owned(),
+                }),
+                None,
+            ),
+            Err(e) => (None, Some(format!("{}: {e}", path.display()))),
+        },
+    };
+
+    let base = policy.adaptive.anomaly.threshold;
+    let mut thresholds = vec![base];
+    if let Some(sweep) = &args.sweep {
+        thresholds.extend(sweep.values.iter().filter(|v| (**v - base).abs() > 1e-12));
+    }
+    let secret = args.hash_key.as_deref().unwrap_or(DEFAULT_SECRET);
+    let setup = |threshold| PassSetup {
+        policy: &policy,
+        model: model_path.as_deref(),
+        secret,
+        threshold,
+    };
+    let summaries = replay_all(args, &traffic, &thresholds, &setup)?;
+
+    let summary_at = |t: f64| summaries.iter().find(|s| (s.threshold - t).abs() <= 1e-12);
+    let sweep = args.sweep.as_ref().map(|sweep| {
+        sweep
+            .values
+            .iter()
+            .filter_map(|v| summary_at(*v).map(SweepRow::of))
+            .collect()
+    });
+    let first = traffic.first().unwrap_or(0);
+    let last = traffic.last().unwrap_or(first);
+    let report = Report {
+        policy: args.policy.clone(),
+        model,
+        model_problem,
+        subject: SubjectChoice::describe(args.subject.as_ref()),
+        inputs: traffic.files.clone(),
+        lines_skipped: traffic.skipped,
+        skipped_examples: traffic.examples.clone(),
+        subject_fallbacks: traffic.fallbacks,
+        start: format_rfc3339(first),
+        end: format_rfc3339(last),
+        span_seconds: (last - first) as f64 / 1e6,
+        load_factor: 1.0,
+        summary: summaries[0].clone(),
+        sweep,
+    };
+    print!("{}", table::render(&report));
+    if let Some(path) = &args.report {
+        let write = || -> std::io::Result<()> {
+            let file = std::io::BufWriter::new(std::fs::File::create(path)?);
+            serde_json::to_writer_pretty(file, &report).map_err(std::io::Error::other)
+        };
+        write().map_err(|error| ReplayError::Write {
+            path: path.clone(),
+            error,
+        })?;
+    }
+    if let Some(path) = &args.plot {
+        plot::draw(&report, path).map_err(|message| ReplayError::Plot {
+            path: path.clone(),
+            message,
+        })?;
+    }
+    Ok(report)
+}
+
+fn no_lines(args: &ReplayArgs, traffic: &Traffic) -> ReplayError {
+    let examples: String = traffic
+        .examples
+        .iter()
+        .map(|p| format!("\n  {}:{}: {}", p.file.display(), p.line, p.problem))
+        .collect();
+    ReplayError::NoLines {
+        files: args
+            .logs
+            .iter()
+            .map(|p| p.display().to_string())
+            .collect::<Vec<_>>()
+            .join(", "),
+        skipped: traffic.skipped,
+        examples,
+    }
+}
+
+fn read_with_progress(args: &ReplayArgs) -> Result<Traffic, ReplayError> {
+    let total: u64 = args
+        .logs
+        .iter()
+        .filter_map(|p| std::fs::metadata(p).ok())
+        .map(|m| m.len())
+        .sum();
+    let reading = bar(
+        total,
+        "reading   [{bar:40}] {bytes}/{total_bytes} {elapsed_precise}",
+    );
+    let read = Arc::new(AtomicU64::new(0));
+    let done = AtomicBool::new(false);
+    let traffic = std::thread::scope(|scope| {
+        scope.spawn(|| {
+            while !done.load(Ordering::Relaxed) {
+                reading.set_position(read.load(Ordering::Relaxed));
+                std::thread::sleep(Duration::from_millis(100));
+            }
+        });
+        let traffic = read_logs(&args.logs, args.format, args.subject.as_ref(), &read);
+        done.store(true, Ordering::Relaxed);
+        traffic
+    })?;
+    reading.finish_and_clear();
+    Ok(traffic)
+}
+
+/// Replays once per threshold, as many at once as there are cores; summaries in the order
+/// of `thresholds`.
+fn replay_all<'a>(
+    args: &ReplayArgs,
+    traffic: &Traffic,
+    thresholds: &[f64],
+    setup: &(dyn Fn(f64) -> PassSetup<'a> + Sync),
+) -> Result<Vec<Summary>, ReplayError> {
+    let labels = traffic.subject_labels();
+    let records = traffic.records.len() as u64;
+    let replaying = bar(
+        records * thresholds.len() as u64,
+        "replaying [{bar:40}] {human_pos}/{human_len} requests {elapsed_precise} eta {eta}",
+    );
+    let writer = match &args.decisions {
+        Some(path) => Some(
+            DecisionWriter::new(path, thresholds.len()).map_err(|error| ReplayError::Write {
+                path: path.clone(),
+                error,
+            })?,
+        ),
+        None => None,
+    };
+    let workers = std::thread::available_parallelism()
+        .map_or(1, |n| n.get())
+        .min(thresholds.len());
+    let next = AtomicUsize::new(0);
+    let results: parking_lot::Mutex<Vec<Option<Result<Summary, ReplayError>>>> =
+        parking_lot::Mutex::new((0..thresholds.len()).map(|_| None).collect());
+    std::thread::scope(|scope| {
+        for _ in 0..workers {
+            scope.spawn(|| {
+                let runtime = match tokio::runtime::Builder::new_current_thread().build() {
+                    Ok(runtime) => runtime,
+                    Err(e) => {
+                        results.lock()[0] = Some(Err(ReplayError::Runtime(e)));
+                        return;
+                    }
+                };
+                loop {
+                    let index = next.fetch_add(1, Ordering::Relaxed);
+                    let Some(&threshold) = thresholds.get(index) else {
+                        return;
+                    };
+                    let reported = AtomicU64::new(0);
+                    let progress = |done: u64| {
+                        let before = reported.swap(done, Ordering::Relaxed);
+                        replaying.inc(done.saturating_sub(before));
+                    };
+                    let pass = setup(threshold);
+                    let result = match &writer {
+                        Some(writer) => writer.pass(index, threshold, traffic, |each| {
+                            runtime.block_on(replay_pass(traffic, &labels, &pass, each, progress))
+                        }),
+                        None => Ok(runtime.block_on(replay_pass(
+                            traffic,
+                            &labels,
+                            &pass,
+                            |_, _| {},
+                            progress,
+                        ))),
+                    };
+                    results.lock()[index] =
+                        Some(result.map_err(|(path, error)| ReplayError::Write { path, error }));
+                }
+            });
+        }
+    });
+    replaying.finish_and_clear();
+    let mut summaries = Vec::with_capacity(thresholds.len());
+    for result in results.into_inner() {
+        match result {
+            Some(Ok(summary)) => summaries.push(summary),
+            Some(Err(error)) => return Err(error),
+            None => {
+                return Err(ReplayError::Runtime(std::io::Error::other(
+                    "a replay pass did not finish",
+                )));
+            }
+        }
+    }
+    if let (Some(writer), Some(path)) = (writer, &args.decisions) {
+        writer.finish().map_err(|error| ReplayError::Write {
+            path: path.clone(),
+            error,
+        })?;
+    }
+    Ok(summaries)
+}

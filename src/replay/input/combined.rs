@@ -1,0 +1,212 @@
+//! One line of an nginx/Apache combined log, parsed in place.
+//!
+//! `$remote_addr $ident $remote_user [$time_local] "$request" $status $body_bytes_sent
+//! "$http_referer" "$http_user_agent"`, then anything (Traefik and nginx configurations append
+//! quoted and unquoted fields). Lines of the common log format (no referer, no user agent)
+//! are read too. Quoted fields keep the escapes the server wrote (`\"`, `\x22`): nothing is
+//! unescaped, so a field is a slice of the line.
+
+use super::time::{TimeError, parse_clf_time};
+use crate::clock::Micros;
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CombinedLine<'a> {
+    /// `$remote_addr` as written (an address, or a host name under `HostnameLookups`).
+    pub address: &'a str,
+    /// `$remote_user`; `None` for `-`.
+    pub user: Option<&'a str>,
+    pub at: Micros,
+    /// The request line's method; `None` when the request line is not `METHOD TARGET ...`.
+    pub method: Option<&'a str>,
+    /// The request target's path without query or fragment (an absolute URI's path, `/` when
+    /// it has none); `-` for a request line without a target (empty, or a single word).
+    pub endpoint: &'a str,
+    /// `None` for `-`.
+    pub status: Option<u16>,
+    /// `None` when absent or `-`.
+    pub referer: Option<&'a str>,
+    /// `None` when absent or `-`.
+    pub user_agent: Option<&'a str>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum CombinedError {
+    #[error("empty line")]
+    Empty,
+    #[error("missing field {0}")]
+    Missing(&'static str),
+    #[error("expected {expected} at byte {at}")]
+    Expected { expected: &'static str, at: usize },
+    #[error("unterminated {0}")]
+    Unterminated(&'static str),
+    #[error("bad date [{text}]: {source}")]
+    Date { text: String, source: TimeError },
+    #[error("bad status {0:?} (a number from 100 to 999, or -)")]
+    Status(String),
+}
+
+/// Parses one combined (or common) log line; the line ending must already be removed.
+pub fn parse_combined_line(line: &str) -> Result<CombinedLine<'_>, CombinedError> {
+    if line.trim().is_empty() {
+        return Err(CombinedError::Empty);
+    }
+    let mut cursor = Cursor { line, at: 0 };
+    let address = cursor
+        .token()
+        .ok_or(CombinedError::Missing("$remote_addr"))?;
+    cursor.token().ok_or(CombinedError::Missing("$ident"))?;
+    let user = cursor
+        .token()
+        .ok_or(CombinedError::Missing("$remote_user"))?;
+    let date = cursor.delimited('[', ']', "[$time_local]")?;
+    let at = parse_clf_time(date).map_err(|source| CombinedError::Date {
+        text: date.to_owned(),
+        source,
+    })?;
+    let request = cursor.quoted("\"$request\"")?;
+    let status = cursor.token().ok_or(CombinedError::Missing("$status"))?;
+    let status = match status {
+        "-" => None,
+        text => Some(
+            text.parse::<u16>()
+                .ok()
+                .filter(|s| (100..=999).contains(s))
+                .ok_or_else(|| CombinedError::Status(text.to_owned()))?,
+        ),
+    };
+    // `$body_bytes_sent`, then the optional quoted referer and user agent.
+    let _bytes = cursor.token();
+    let referer = cursor.optional_quoted()?;
+    let user_agent = match referer {
+        Some(_) => cursor.optional_quoted()?,
+        None => None,
+    };
+    let (method, endpoint) = endpoint_of(request);
+    Ok(CombinedLine {
+        address,
+        user: dash_is_none(user),
+        at,
+        method,
+        endpoint,
+        status,
+        referer: referer.and_then(dash_is_none),
+        user_agent: user_agent.and_then(dash_is_none),
+    })
+}
+
+fn dash_is_none(text: &str) -> Option<&str> {
+    (text != "-" && !text.is_empty()).then_some(text)
+}
+
+/// The method and the endpoint of a request line (`GET /a?b HTTP/1.1` → `GET`, `/a`).
+fn endpoint_of(request: &str) -> (Option<&str>, &str) {
+    let mut parts = request.split(' ').filter(|p| !p.is_empty());
+    let (Some(method), Some(target)) = (parts.next(), parts.next()) else {
+        return (None, "-");
+    };
+    let mut path = target;
+    for scheme in ["http://", "https://"] {
+        if let Some(rest) = target.strip_prefix(scheme) {
+            path = rest.find('/').map_or("/", |i| &rest[i..]);
+        }
+    }
+    let end = path.find(['?', '#']).unwrap_or(path.len());
+    let path = &path[..end];
+    (Some(method), if path.is_empty() { "-" } else { path })
+}
+
+struct Cursor<'a> {
+    line: &'a str,
+    at: usize,
+}
+
+impl<'a> Cursor<'a> {
+    fn skip_spaces(&mut self) {
+        let rest = &self.line[self.at..];
+        self.at += rest.len() - rest.trim_start_matches([' ', '\t']).len();
+    }
+
+    /// The next run of non-space characters.
+    fn token(&mut self) -> Option<&'a str> {
+        self.skip_spaces();
+        let rest = &self.line[self.at..];
+        let len = rest.find([' ', '\t']).unwrap_or(rest.len());
+        self.at += len;
+        (len > 0).then(|| &rest[..len])
+    }
+
+    fn delimited(
+        &mut self,
+        open: char,
+        close: char,
+        what: &'static str,
+    ) -> Result<&'a str, CombinedError> {
+        self.skip_spaces();
+        let rest = &self.line[self.at..];
+        let Some(inner) = rest.strip_prefix(open) else {
+            return Err(CombinedError::Expected {
+                expected: what,
+                at: self.at,
+            });
+        };
+        let end = inner.find(close).ok_or(CombinedError::Unterminated(what))?;
+        self.at += open.len_utf8() + end + close.len_utf8();
+        Ok(&inner[..end])
+    }
+
+    /// A `"..."` field whose `\` escapes the next character; the escapes are kept.
+    fn quoted(&mut self, what: &'static str) -> Result<&'a str, CombinedError> {
+        self.skip_spaces();
+        let rest = &self.line[self.at..];
+        let Some(inner) = rest.strip_prefix('"') else {
+            return Err(CombinedError::Expected {
+                expected: what,
+                at: self.at,
+            });
+        };
+        let bytes = inner.as_bytes();
+        let mut i = 0;
+        while i < bytes.len() {
+            match bytes[i] {
+                b'\\' => i += 2,
+                b'"' => {
+                    self.at += 1 + i + 1;
+                    return Ok(&inner[..i]);
+                }
+                _ => i += 1,
+            }
+        }
+        Err(CombinedError::Unterminated(what))
+    }
+
+    /// A quoted field if the next one is quoted; `None` at the end or before an unquoted one.
+    fn optional_quoted(&mut self) -> Result<Option<&'a str>, CombinedError> {
+        self.skip_spaces();
+        if self.line[self.at..].starts_with('"') {
+            self.quoted("a quoted field").map(Some)
+        } else {
+            Ok(None)
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn endpoints() {
+        assert_eq!(endpoint_of("GET /a/b?x=1 HTTP/1.1"), (Some("GET"), "/a/b"));
+        assert_eq!(
+            endpoint_of("GET http://h.example/p?q HTTP/1.1"),
+            (Some("GET"), "/p")
+        );
+        assert_eq!(
+            endpoint_of("GET https://h.example HTTP/1.1"),
+            (Some("GET"), "/")
+        );
+        assert_eq!(endpoint_of(""), (None, "-"));
+        assert_eq!(endpoint_of("batman"), (None, "-"));
+        assert_eq!(endpoint_of("GET ?x HTTP/1.0"), (Some("GET"), "-"));
+    }
+}

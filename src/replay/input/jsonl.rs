@@ -1,0 +1,132 @@
+//! One line of replay.md's JSON-lines format (what `ratewarden simulate` writes), parsed into
+//! values that cannot be invalid: a time, a non-empty user and endpoint, a cost the engine
+//! accepts, a status an upstream can answer.
+//!
+//! Fields the format does not name are ignored (`simulate` adds `archetype`); `headers`, an
+//! object of request headers, is this project's addition for `--subject header:NAME`.
+
+use super::time::{TimeError, from_seconds, parse_rfc3339};
+use crate::clock::Micros;
+use crate::engine::{Cost, MAX_COST};
+use crate::simulate::Label;
+use serde::Deserialize;
+use std::borrow::Cow;
+use std::collections::BTreeMap;
+use std::net::IpAddr;
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct JsonLine<'a> {
+    pub at: Micros,
+    pub user: Cow<'a, str>,
+    pub endpoint: Cow<'a, str>,
+    /// The `ip` field as written, and as an address.
+    pub ip: Option<(Cow<'a, str>, IpAddr)>,
+    pub tier: Option<Cow<'a, str>>,
+    pub status: Option<u16>,
+    pub cost: Cost,
+    pub label: Option<Label>,
+    pub headers: BTreeMap<Cow<'a, str>, Cow<'a, str>>,
+}
+
+impl JsonLine<'_> {
+    /// The value of request header `name` (case-insensitive), if the line carries it.
+    pub fn header(&self, name: &str) -> Option<&str> {
+        self.headers
+            .iter()
+            .find(|(k, _)| k.eq_ignore_ascii_case(name))
+            .map(|(_, v)| v.as_ref())
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum JsonlError {
+    #[error("empty line")]
+    Empty,
+    #[error("{0}")]
+    Json(String),
+    #[error("`ts`: {0}")]
+    Time(#[from] TimeError),
+    #[error("`{0}` is empty")]
+    EmptyField(&'static str),
+    #[error("`ip` {0:?} is not an IPv4 or IPv6 address")]
+    Ip(String),
+    #[error("`cost` must be between 1 and {MAX_COST} (it is {0})")]
+    Cost(u64),
+    #[error("`status` must be between 100 and 599 (it is {0})")]
+    Status(u16),
+}
+
+#[derive(Deserialize)]
+struct Raw<'a> {
+    #[serde(borrow)]
+    ts: RawTime<'a>,
+    #[serde(borrow)]
+    user: Cow<'a, str>,
+    #[serde(borrow)]
+    endpoint: Cow<'a, str>,
+    #[serde(default, borrow)]
+    ip: Option<Cow<'a, str>>,
+    #[serde(default, borrow)]
+    tier: Option<Cow<'a, str>>,
+    #[serde(default)]
+    status: Option<u16>,
+    #[serde(default)]
+    cost: Option<u64>,
+    #[serde(default)]
+    label: Option<Label>,
+    #[serde(default, borrow)]
+    headers: BTreeMap<Cow<'a, str>, Cow<'a, str>>,
+}
+
+#[derive(Deserialize)]
+#[serde(untagged)]
+enum RawTime<'a> {
+    Seconds(f64),
+    #[serde(borrow)]
+    Text(Cow<'a, str>),
+}
+
+/// Parses one JSON-lines record; the line ending must already be removed.
+pub fn parse_jsonl_line(line: &str) -> Result<JsonLine<'_>, JsonlError> {
+    if line.trim().is_empty() {
+        return Err(JsonlError::Empty);
+    }
+    let raw: Raw = serde_json::from_str(line).map_err(|e| JsonlError::Json(e.to_string()))?;
+    let at = match &raw.ts {
+        RawTime::Seconds(s) => from_seconds(*s)?,
+        RawTime::Text(t) => parse_rfc3339(t)?,
+    };
+    if raw.user.is_empty() {
+        return Err(JsonlError::EmptyField("user"));
+    }
+    if raw.endpoint.is_empty() {
+        return Err(JsonlError::EmptyField("endpoint"));
+    }
+    let ip = match raw.ip {
+        None => None,
+        Some(text) => {
+            let addr = text
+                .parse::<IpAddr>()
+                .map_err(|_| JsonlError::Ip(text.to_string()))?;
+            Some((text, addr))
+        }
+    };
+    let cost = match raw.cost {
+        None => Cost::ONE,
+        Some(n) => Cost::new(n).ok_or(JsonlError::Cost(n))?,
+    };
+    if let Some(status) = raw.status.filter(|s| !(100..=599).contains(s)) {
+        return Err(JsonlError::Status(status));
+    }
+    Ok(JsonLine {
+        at,
+        user: raw.user,
+        endpoint: raw.endpoint,
+        ip,
+        tier: raw.tier,
+        status: raw.status,
+        cost,
+        label: raw.label,
+        headers: raw.headers,
+    })
+}

@@ -1,0 +1,297 @@
+//! Reading logs: combined and JSON-lines files (gzip or not) into [`Traffic`], with the
+//! subject chosen by `--subject`. A line that cannot be used is counted, its first examples
+//! kept with their line numbers, and skipped.
+//!
+//! The line parsers ([`parse_combined_line`], [`parse_jsonl_line`]) take a `&str` and return a
+//! value or an error, never panic: they are the entry points for fuzzing.
+
+mod combined;
+mod jsonl;
+mod lines;
+pub mod time;
+
+pub use combined::{CombinedError, CombinedLine, parse_combined_line};
+pub use jsonl::{JsonLine, JsonlError, parse_jsonl_line};
+pub use lines::{LineReader, MAX_LINE, RawLine, open};
+
+use super::traffic::{FileStats, Parsed, Traffic};
+use crate::engine::Cost;
+use std::path::{Path, PathBuf};
+use std::str::FromStr;
+use std::sync::Arc;
+use std::sync::atomic::AtomicU64;
+
+/// `--format`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, clap::ValueEnum)]
+pub enum Format {
+    /// Per file: JSON lines when its first non-empty line starts with `{`, else combined.
+    #[default]
+    Auto,
+    Combined,
+    Jsonl,
+}
+
+/// `--subject`: whom a request counts against.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum SubjectChoice {
+    Ip,
+    User,
+    /// A request header, by name (compared case-insensitively).
+    Header(String),
+}
+
+impl FromStr for SubjectChoice {
+    type Err = String;
+
+    fn from_str(text: &str) -> Result<Self, String> {
+        match text {
+            "ip" => Ok(SubjectChoice::Ip),
+            "user" => Ok(SubjectChoice::User),
+            _ => match text.strip_prefix("header:") {
+                Some(name) if !name.is_empty() && !name.contains([' ', ':']) => {
+                    Ok(SubjectChoice::Header(name.to_owned()))
+                }
+                _ => Err(format!(
+                    "{text:?} is not ip, user or header:NAME (header:X-Api-Key, say)"
+                )),
+            },
+        }
+    }
+}
+
+impl SubjectChoice {
+    pub fn describe(choice: Option<&SubjectChoice>) -> String {
+        match choice {
+            None => "default (combined: ip; jsonl: user)".into(),
+            Some(SubjectChoice::Ip) => "ip".into(),
+            Some(SubjectChoice::User) => "user".into(),
+            Some(SubjectChoice::Header(name)) => format!("header:{name}"),
+        }
+    }
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum ReadError {
+    // `error`, not `source`: the message says it already (anyhow would repeat a source).
+    #[error("cannot open {path}: {error}")]
+    Open {
+        path: PathBuf,
+        error: std::io::Error,
+    },
+    #[error(
+        "{path} is a combined log, which carries no {header} header (only Referer and User-Agent): use --subject ip or user"
+    )]
+    HeaderNotLogged { path: PathBuf, header: String },
+}
+
+/// Reads every file, then puts the records in time order (files may come in any order).
+/// `read` counts the (compressed) bytes read so far.
+pub fn read_logs(
+    paths: &[PathBuf],
+    format: Format,
+    subject: Option<&SubjectChoice>,
+    read: &Arc<AtomicU64>,
+) -> Result<Traffic, ReadError> {
+    let mut traffic = Traffic::default();
+    for (index, path) in paths.iter().enumerate() {
+        read_file(
+            &mut traffic,
+            u32::try_from(index).unwrap_or(u32::MAX),
+            path,
+            format,
+            subject,
+            read,
+        )?;
+    }
+    traffic.finish();
+    Ok(traffic)
+}
+
+fn read_file(
+    traffic: &mut Traffic,
+    index: u32,
+    path: &Path,
+    format: Format,
+    subject: Option<&SubjectChoice>,
+    read: &Arc<AtomicU64>,
+) -> Result<(), ReadError> {
+    let gzip = std::fs::File::open(path)
+        .and_then(|mut f| {
+            let mut magic = [0u8; 2];
+            std::io::Read::read(&mut f, &mut magic).map(|n| n == 2 && magic == [0x1f, 0x8b])
+        })
+        .map_err(|error| ReadError::Open {
+            path: path.to_path_buf(),
+            error,
+        })?;
+    let mut reader = open(path, read.clone()).map_err(|error| ReadError::Open {
+        path: path.to_path_buf(),
+        error,
+    })?;
+    let mut stats = FileStats {
+        path: path.to_path_buf(),
+        format: None,
+        gzip,
+        lines: 0,
+        parsed: 0,
+        skipped: 0,
+    };
+    let mut resolved = match format {
+        Format::Auto => None,
+        Format::Combined => Some(Format::Combined),
+        Format::Jsonl => Some(Format::Jsonl),
+    };
+    loop {
+        // A file that cannot be read to its end (a truncated gzip, say) is used up to there.
+        let next = match reader.next_line() {
+            Ok(next) => next,
+            Err(error) => {
+                stats.skipped += 1;
+                let problem = format!("reading stopped: {error}");
+                traffic.skip(path, stats.lines + 1, problem, None);
+                break;
+            }
+        };
+        let Some((number, line)) = next else { break };
+        stats.lines = number;
+        let text = match line {
+            RawLine::Text(text) if text.trim().is_empty() => continue,
+            RawLine::Text(text) => text,
+            RawLine::NotUtf8 => {
+                stats.skipped += 1;
+                traffic.skip(path, number, "not UTF-8 text".into(), None);
+                continue;
+            }
+            RawLine::TooLong(len) => {
+                stats.skipped += 1;
+                traffic.skip(
+                    path,
+                    number,
+                    format!("{len} bytes long (over {MAX_LINE})"),
+                    None,
+                );
+                continue;
+            }
+        };
+        let format = *resolved.get_or_insert(if text.trim_start().starts_with('{') {
+            Format::Jsonl
+        } else {
+            Format::Combined
+        });
+        if stats.format.is_none() {
+            stats.format = Some(if format == Format::Jsonl {
+                "jsonl"
+            } else {
+                "combined"
+            });
+            if let (Format::Combined, Some(SubjectChoice::Header(name))) = (format, subject) {
+                if combined_header(name).is_none() {
+                    return Err(ReadError::HeaderNotLogged {
+                        path: path.to_path_buf(),
+                        header: name.clone(),
+                    });
+                }
+            }
+        }
+        let outcome = match format {
+            Format::Jsonl => from_jsonl(text, subject, traffic, index, number),
+            _ => from_combined(text, subject, traffic, index, number),
+        };
+        match outcome {
+            Ok(()) => stats.parsed += 1,
+            Err(problem) => {
+                stats.skipped += 1;
+                traffic.skip(path, number, problem, Some(text));
+            }
+        }
+    }
+    traffic.files.push(stats);
+    Ok(())
+}
+
+/// The headers a combined log carries.
+#[derive(Clone, Copy)]
+enum CombinedHeader {
+    Referer,
+    UserAgent,
+}
+
+fn combined_header(name: &str) -> Option<CombinedHeader> {
+    if name.eq_ignore_ascii_case("user-agent") {
+        Some(CombinedHeader::UserAgent)
+    } else if name.eq_ignore_ascii_case("referer") {
+        Some(CombinedHeader::Referer)
+    } else {
+        None
+    }
+}
+
+fn from_combined(
+    text: &str,
+    subject: Option<&SubjectChoice>,
+    traffic: &mut Traffic,
+    file: u32,
+    number: u64,
+) -> Result<(), String> {
+    let line = parse_combined_line(text).map_err(|e| e.to_string())?;
+    // An absent user or header falls back to the address, as forward auth does.
+    let chosen = match subject {
+        None | Some(SubjectChoice::Ip) => Some(line.address),
+        Some(SubjectChoice::User) => line.user,
+        Some(SubjectChoice::Header(name)) => match combined_header(name) {
+            Some(CombinedHeader::UserAgent) => line.user_agent,
+            Some(CombinedHeader::Referer) => line.referer,
+            None => None,
+        },
+    };
+    traffic.fallbacks += u64::from(chosen.is_none());
+    let parsed = Parsed {
+        at: line.at,
+        subject: chosen.unwrap_or(line.address),
+        endpoint: line.endpoint,
+        tier: None,
+        ip: line.address.parse().ok(),
+        cost: Cost::ONE,
+        status: line.status,
+        label: None,
+    };
+    traffic.push(file, number, &parsed);
+    Ok(())
+}
+
+fn from_jsonl(
+    text: &str,
+    subject: Option<&SubjectChoice>,
+    traffic: &mut Traffic,
+    file: u32,
+    number: u64,
+) -> Result<(), String> {
+    let line = parse_jsonl_line(text).map_err(|e| e.to_string())?;
+    let chosen = match subject {
+        None | Some(SubjectChoice::User) => line.user.as_ref(),
+        Some(SubjectChoice::Ip) => match &line.ip {
+            Some((text, _)) => text.as_ref(),
+            None => return Err("no `ip`, and --subject ip needs one".into()),
+        },
+        Some(SubjectChoice::Header(name)) => match line.header(name) {
+            Some(value) if !value.is_empty() => value,
+            // The `user` field is what the application named: the fallback.
+            _ => {
+                traffic.fallbacks += 1;
+                line.user.as_ref()
+            }
+        },
+    };
+    let parsed = Parsed {
+        at: line.at,
+        subject: chosen,
+        endpoint: &line.endpoint,
+        tier: line.tier.as_deref(),
+        ip: line.ip.as_ref().map(|(_, ip)| *ip),
+        cost: line.cost,
+        status: line.status,
+        label: line.label,
+    };
+    traffic.push(file, number, &parsed);
+    Ok(())
+}

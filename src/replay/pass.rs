@@ -1,0 +1,151 @@
+//! One replay pass: the daemon's engine, embedded store and control loop on a manual clock
+//! set to each record's time, a control cycle every `adaptive.interval` of log time.
+//!
+//! Nothing here decides anything: requests go through [`Engine::check`], upstream statuses of
+//! allowed requests through [`Engine::report`] (a denied request never reached the upstream),
+//! scores and flags come from [`ControlLoop::cycle`]. The load factor is pinned at 1: a log
+//! says nothing of the CPU the daemon would have had.
+
+use super::summary::{Summary, Tally};
+use super::traffic::{Record, Traffic};
+use crate::clock::{ManualClock, Micros, micros};
+use crate::control::{ControlLoop, LoadSampler, ModelSlot};
+use crate::engine::{CheckError, CheckRequest, Decision, Engine, SubjectHasher};
+use crate::policy::Policy;
+use crate::simulate::Label;
+use crate::store::{Backend, KeyHash, MemoryStore};
+use hashbrown::HashMap;
+use std::path::Path;
+use std::sync::Arc;
+use std::time::Duration;
+
+/// Keys the embedded store may hold (the daemon's memory bound does not apply to a replay).
+const MAX_KEYS: u64 = 50_000_000;
+/// How often (in log time) expired keys are swept from the store, as the daemon does.
+const SWEEP_EVERY: Duration = Duration::from_secs(60);
+/// Records between two progress reports.
+const PROGRESS_EVERY: usize = 8192;
+
+/// What a pass needs besides the traffic.
+pub struct PassSetup<'a> {
+    pub policy: &'a Policy,
+    /// The model file (`adaptive.anomaly.model`); `None` or unreadable: no anomaly scaling.
+    pub model: Option<&'a Path>,
+    /// The secret of the keyed hashes (`RATEWARDEN_HASH_KEY`).
+    pub secret: &'a str,
+    pub threshold: f64,
+}
+
+/// A replay has no CPU to sample.
+struct NoCpu;
+
+impl LoadSampler for NoCpu {
+    fn sample(&mut self, _now: Micros) -> Option<f64> {
+        None
+    }
+}
+
+/// Replays `traffic` once; `each` sees every request's record and decision in time order,
+/// `progress` the records done so far.
+pub async fn replay_pass(
+    traffic: &Traffic,
+    labels: &[Option<Label>],
+    setup: &PassSetup<'_>,
+    mut each: impl FnMut(&Record, &Result<Decision, CheckError>),
+    progress: impl Fn(u64),
+) -> Summary {
+    let mut tally = Tally::new(traffic, setup.threshold);
+    let Some(first) = traffic.first() else {
+        return tally.finish(traffic, labels);
+    };
+    let policy = setup.policy;
+    let clock = ManualClock::starting_at(first);
+    let store = MemoryStore::new(Arc::new(clock.clone()), MAX_KEYS);
+    let engine = Arc::new(
+        Engine::new(
+            policy.clone(),
+            Backend::Memory(store),
+            SubjectHasher::from_secret(setup.secret),
+        )
+        .with_clock(Arc::new(clock.clone())),
+    );
+    let mut thresholds = engine.scale_factors().thresholds();
+    thresholds.anomaly_threshold = setup.threshold;
+    engine.scale_factors().set_thresholds(thresholds);
+    let model = Arc::new(ModelSlot::new(engine.metrics().clone()));
+    // An unreadable model leaves the slot empty: limits without anomaly scaling, as the
+    // daemon does (the command reports it).
+    let _ = model.load(setup.model);
+    let mut control =
+        ControlLoop::new(engine.clone(), model, Box::new(NoCpu)).with_pinned_load_factor(1.0);
+
+    let by_hash: HashMap<KeyHash, u32> = traffic
+        .subjects
+        .iter()
+        .enumerate()
+        .map(|(i, s)| (engine.hasher().user(s), i as u32))
+        .collect();
+    let interval = micros(policy.adaptive.interval).max(1);
+    let anomaly = &policy.adaptive.anomaly;
+    // After this long without requests every window is empty and every flag has ended:
+    // cycles change nothing until the next request, so they are skipped.
+    let quiet = micros(anomaly.window) + micros(anomaly.hold) + 2 * interval;
+    let mut next_cycle = first + interval;
+    let mut next_sweep = first + micros(SWEEP_EVERY);
+    let mut last_request = first;
+
+    let mut cycle = async |at: Micros, tally: &mut Tally| {
+        clock.set(at);
+        let report = control.cycle().await;
+        if report.flagged > 0 || tally.any_flagged_now() {
+            let standings = engine.scale_factors().standings();
+            let threshold = engine.scale_factors().thresholds().anomaly_threshold;
+            tally.flagged(
+                at,
+                standings
+                    .iter()
+                    .filter(|(_, s)| s.flagged(threshold, at))
+                    .filter_map(|(h, s)| Some((*by_hash.get(h)?, s.abuse_score))),
+            );
+        }
+    };
+
+    for (done, record) in traffic.records.iter().enumerate() {
+        while next_cycle <= record.at {
+            if next_cycle > last_request.saturating_add(quiet) {
+                next_cycle += (record.at - next_cycle) / interval * interval;
+            }
+            cycle(next_cycle, &mut tally).await;
+            next_cycle += interval;
+        }
+        clock.set(record.at);
+        if record.at >= next_sweep {
+            engine.store().sweep();
+            next_sweep = record.at + micros(SWEEP_EVERY);
+        }
+        last_request = record.at;
+        let subject = &traffic.subjects[record.subject as usize];
+        let request = CheckRequest {
+            user: subject,
+            endpoint: &traffic.endpoints[record.endpoint as usize],
+            tier: record.tier.map(|t| &*traffic.tiers[t as usize]),
+            ip: record.ip,
+            cost: record.cost,
+        };
+        let result = engine.check(&request).await;
+        if let (Ok(decision), Some(status)) = (&result, record.status) {
+            if decision.allowed {
+                engine.report(subject, status);
+            }
+        }
+        tally.add(record, &result);
+        each(record, &result);
+        if done % PROGRESS_EVERY == 0 {
+            progress(done as u64);
+        }
+    }
+    // One more cycle, so subjects flagged by their last requests are counted.
+    cycle(next_cycle, &mut tally).await;
+    progress(traffic.records.len() as u64);
+    tally.finish(traffic, labels)
+}

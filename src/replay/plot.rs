@@ -1,0 +1,230 @@
+//! `--plot`: the report as a PNG: denials over time by reason, and the sweep as a curve of
+//! abuse requests denied against normal requests denied (without labels: anomaly denials
+//! against the threshold). The font is DejaVu Sans, embedded: no system font libraries.
+
+use super::report::Report;
+use super::summary::Summary;
+use super::sweep::SweepRow;
+use plotters::coord::Shift;
+use plotters::prelude::*;
+use std::error::Error;
+use std::path::Path;
+
+const FONT: &str = "sans-serif";
+const WIDTH: u32 = 1200;
+const HEIGHT: u32 = 1000;
+
+type Drawn = Result<(), Box<dyn Error>>;
+type Area<'a> = DrawingArea<BitMapBackend<'a>, Shift>;
+
+pub fn draw(report: &Report, path: &Path) -> Result<(), String> {
+    plotters::style::register_font(FONT, FontStyle::Normal, dejavu::sans::regular())
+        .map_err(|_| "the embedded font does not load".to_owned())?;
+    draw_both(report, path).map_err(|e| e.to_string())
+}
+
+fn draw_both(report: &Report, path: &Path) -> Drawn {
+    let root = BitMapBackend::new(path, (WIDTH, HEIGHT)).into_drawing_area();
+    root.fill(&WHITE)?;
+    let (top, bottom) = root.split_vertically(HEIGHT / 2);
+    timeline(&top, &report.summary)?;
+    match &report.sweep {
+        Some(rows) if rows.iter().all(|r| r.abuse_denied_share.is_some()) => {
+            sweep_curve(&bottom, rows)?
+        }
+        Some(rows) => sweep_unlabelled(&bottom, rows)?,
+        None => note(
+            &bottom,
+            "no --sweep: run with --sweep threshold=FROM:TO:STEP for the curve",
+        )?,
+    }
+    root.present()?;
+    Ok(())
+}
+
+fn color(reason: &str) -> RGBColor {
+    match reason {
+        "quota" => RGBColor(31, 119, 180),
+        "burst" => RGBColor(255, 127, 14),
+        "load" => RGBColor(148, 103, 189),
+        "anomaly" => RGBColor(214, 39, 40),
+        _ => RGBColor(127, 127, 127),
+    }
+}
+
+/// (divisor in seconds, unit name) for a span.
+fn time_unit(span_s: f64) -> (f64, &'static str) {
+    match span_s {
+        s if s <= 900.0 => (1.0, "s"),
+        s if s <= 6.0 * 3600.0 => (60.0, "min"),
+        s if s <= 7.0 * 86400.0 => (3600.0, "h"),
+        _ => (86400.0, "days"),
+    }
+}
+
+fn timeline(area: &Area, summary: &Summary) -> Drawn {
+    let t = &summary.timeline;
+    let width = t.bucket_seconds as f64;
+    let span = width * t.buckets.len() as f64;
+    let (unit, unit_name) = time_unit(span);
+    let reasons: Vec<&'static str> = summary
+        .denied_by_reason
+        .pairs()
+        .iter()
+        .filter(|(_, n)| *n > 0)
+        .map(|(r, _)| *r)
+        .collect();
+    let count = |b: &super::summary::Bucket, reason: &str| {
+        b.denied
+            .pairs()
+            .iter()
+            .find(|(r, _)| *r == reason)
+            .map_or(0, |(_, n)| *n)
+    };
+    let peak = t
+        .buckets
+        .iter()
+        .flat_map(|b| reasons.iter().map(move |r| count(b, r)))
+        .max()
+        .unwrap_or(0)
+        .max(1);
+    let mut chart = ChartBuilder::on(area)
+        .caption(
+            format!(
+                "Denials per {} s by reason (from {}, threshold {})",
+                t.bucket_seconds, t.start, summary.threshold
+            ),
+            (FONT, 22),
+        )
+        .margin(20)
+        .x_label_area_size(45)
+        .y_label_area_size(70)
+        .build_cartesian_2d(0f64..(span / unit).max(1e-9), 0f64..(peak as f64 * 1.1))?;
+    chart
+        .configure_mesh()
+        .x_desc(format!("time since the first request ({unit_name})"))
+        .y_desc("denied requests")
+        .label_style((FONT, 15))
+        .draw()?;
+    for reason in &reasons {
+        let points = t
+            .buckets
+            .iter()
+            .enumerate()
+            .map(|(i, b)| (i as f64 * width / unit, count(b, reason) as f64));
+        let style = color(reason).stroke_width(2);
+        chart
+            .draw_series(LineSeries::new(points, style))?
+            .label(*reason)
+            .legend(move |(x, y)| PathElement::new([(x, y), (x + 20, y)], style));
+    }
+    if reasons.is_empty() {
+        chart.draw_series(std::iter::once(Text::new(
+            "no denials",
+            (span / unit / 2.0, peak as f64 / 2.0),
+            (FONT, 20),
+        )))?;
+    } else {
+        chart
+            .configure_series_labels()
+            .background_style(WHITE.mix(0.8))
+            .border_style(BLACK)
+            .label_font((FONT, 15))
+            .draw()?;
+    }
+    Ok(())
+}
+
+fn sweep_curve(area: &Area, rows: &[SweepRow]) -> Drawn {
+    let point = |r: &SweepRow| {
+        (
+            100.0 * r.normal_denied_share.unwrap_or(0.0),
+            100.0 * r.abuse_denied_share.unwrap_or(0.0),
+        )
+    };
+    let points: Vec<(f64, f64)> = rows.iter().map(point).collect();
+    let (x_max, y_max) = points
+        .iter()
+        .fold((0.0f64, 0.0f64), |(x, y), p| (x.max(p.0), y.max(p.1)));
+    let mut chart = ChartBuilder::on(area)
+        .caption(
+            "Sweep: abuse requests denied against normal requests denied (any reason)",
+            (FONT, 22),
+        )
+        .margin(20)
+        .x_label_area_size(45)
+        .y_label_area_size(70)
+        .build_cartesian_2d(
+            0f64..(x_max * 1.2).max(0.1),
+            0f64..(y_max * 1.1).clamp(1.0, 100.0),
+        )?;
+    chart
+        .configure_mesh()
+        .x_desc("normal requests denied (%)")
+        .y_desc("abuse requests denied (%)")
+        .label_style((FONT, 15))
+        .draw()?;
+    let blue = RGBColor(31, 119, 180);
+    chart.draw_series(LineSeries::new(points.clone(), blue.stroke_width(2)))?;
+    chart.draw_series(points.iter().map(|p| Circle::new(*p, 4, blue.filled())))?;
+    // Consecutive thresholds with the same outcome share one label ("0.2–0.9").
+    let mut labels: Vec<(String, (f64, f64))> = Vec::new();
+    let mut group_start = 0;
+    for i in 0..rows.len() {
+        let same_as_next = points
+            .get(i + 1)
+            .is_some_and(|n| (n.0 - points[i].0).abs() < 1e-3 && (n.1 - points[i].1).abs() < 1e-3);
+        if !same_as_next {
+            let (first, last) = (rows[group_start].threshold, rows[i].threshold);
+            let text = if group_start == i {
+                format!("{first}")
+            } else {
+                format!("{first}–{last}")
+            };
+            labels.push((text, points[i]));
+            group_start = i + 1;
+        }
+    }
+    let offset = (x_max * 0.01, y_max * 0.02);
+    chart.draw_series(
+        labels
+            .into_iter()
+            .map(|(text, p)| Text::new(text, (p.0 + offset.0, p.1 + offset.1), (FONT, 15))),
+    )?;
+    Ok(())
+}
+
+fn sweep_unlabelled(area: &Area, rows: &[SweepRow]) -> Drawn {
+    let low = rows.first().map_or(0.0, |r| r.threshold);
+    let high = rows.last().map_or(1.0, |r| r.threshold);
+    let peak = rows
+        .iter()
+        .map(|r| r.anomaly_denied)
+        .max()
+        .unwrap_or(0)
+        .max(1);
+    let mut chart = ChartBuilder::on(area)
+        .caption(
+            "Sweep: requests denied by reason anomaly (no labels in the input)",
+            (FONT, 22),
+        )
+        .margin(20)
+        .x_label_area_size(45)
+        .y_label_area_size(70)
+        .build_cartesian_2d(low..high.max(low + 1e-6), 0f64..peak as f64 * 1.1)?;
+    chart
+        .configure_mesh()
+        .x_desc("anomaly threshold")
+        .y_desc("anomaly denials")
+        .label_style((FONT, 15))
+        .draw()?;
+    let red = color("anomaly");
+    let points = rows.iter().map(|r| (r.threshold, r.anomaly_denied as f64));
+    chart.draw_series(LineSeries::new(points, red.stroke_width(2)))?;
+    Ok(())
+}
+
+fn note(area: &Area, text: &str) -> Drawn {
+    area.draw_text(text, &(FONT, 20).into_font().color(&BLACK), (40, 40))?;
+    Ok(())
+}

@@ -1,0 +1,248 @@
+//! The report as text for a terminal: inputs and skipped lines, decisions by reason, rule and
+//! tier, flagged subjects, the subjects denied most, and the sweep.
+
+use super::report::Report;
+use super::summary::{Summary, share};
+use crate::simulate::Label;
+use std::fmt::Write;
+
+/// Flagged subjects listed (all of them are in `--report`).
+const FLAGGED_SHOWN: usize = 20;
+
+fn pct(part: u64, whole: u64) -> String {
+    format!("{:.2} %", 100.0 * share(part, whole))
+}
+
+fn label(label: Option<Label>) -> &'static str {
+    match label {
+        Some(Label::Abuse) => "abuse",
+        Some(Label::Normal) => "normal",
+        None => "-",
+    }
+}
+
+pub fn render(report: &Report) -> String {
+    let mut out = String::new();
+    // Writing to a String cannot fail.
+    let _ = write_report(&mut out, report);
+    out
+}
+
+fn write_report(out: &mut String, report: &Report) -> std::fmt::Result {
+    let s = &report.summary;
+    writeln!(out, "ratewarden replay: {}", report.policy.display())?;
+    for input in &report.inputs {
+        writeln!(
+            out,
+            "  input   {} ({}{}): {} lines, {} parsed, {} skipped",
+            input.path.display(),
+            input.format.unwrap_or("empty"),
+            if input.gzip { ", gzip" } else { "" },
+            input.lines,
+            input.parsed,
+            input.skipped
+        )?;
+    }
+    for problem in &report.skipped_examples {
+        write!(
+            out,
+            "  skipped {}:{}: {}",
+            problem.file.display(),
+            problem.line,
+            problem.problem
+        )?;
+        match &problem.excerpt {
+            Some(text) => writeln!(out, ": {text:?}")?,
+            None => writeln!(out)?,
+        }
+    }
+    if report.lines_skipped > report.skipped_examples.len() as u64 {
+        writeln!(out, "  skipped ... {} lines in all", report.lines_skipped)?;
+    }
+    writeln!(
+        out,
+        "  span    {} to {} ({:.0} s); subject: {}{}",
+        report.start,
+        report.end,
+        report.span_seconds,
+        report.subject,
+        if report.subject_fallbacks > 0 {
+            format!(
+                " ({} lines without it used the fallback)",
+                report.subject_fallbacks
+            )
+        } else {
+            String::new()
+        }
+    )?;
+    match (&report.model, &report.model_problem) {
+        (Some(m), _) => writeln!(
+            out,
+            "  model   {} ({} {}), threshold {}; load factor pinned at 1 (a log has no CPU)",
+            m.path.display(),
+            m.kind,
+            m.version,
+            s.threshold
+        )?,
+        (None, Some(problem)) => writeln!(out, "  model   none: {problem}; no anomaly scaling")?,
+        (None, None) => writeln!(out, "  model   none in the policy; no anomaly scaling")?,
+    }
+    writeln!(out)?;
+    write_summary(out, s)?;
+    if let Some(rows) = &report.sweep {
+        writeln!(out)?;
+        writeln!(
+            out,
+            "sweep        flagged  anomaly-denied  abuse-denied  normal-denied  normal-flagged"
+        )?;
+        for row in rows {
+            let opt_pct = |x: Option<f64>| x.map_or("-".into(), |x| format!("{:.2} %", 100.0 * x));
+            writeln!(
+                out,
+                "  {:<9} {:>8}  {:>14}  {:>12}  {:>13}  {:>14}",
+                row.threshold,
+                row.subjects_flagged,
+                row.anomaly_denied,
+                opt_pct(row.abuse_denied_share),
+                opt_pct(row.normal_denied_share),
+                row.normal_subjects_flagged
+                    .map_or("-".into(), |n| n.to_string()),
+            )?;
+        }
+    }
+    Ok(())
+}
+
+fn write_summary(out: &mut String, s: &Summary) -> std::fmt::Result {
+    writeln!(
+        out,
+        "requests         {:>12}  from {} subject{}",
+        s.requests,
+        s.subjects,
+        if s.subjects == 1 { "" } else { "s" }
+    )?;
+    writeln!(
+        out,
+        "  allowed        {:>12}  {}",
+        s.allowed,
+        pct(s.allowed, s.requests)
+    )?;
+    writeln!(
+        out,
+        "  denied         {:>12}  {}",
+        s.denied,
+        pct(s.denied, s.requests)
+    )?;
+    for (reason, n) in s.denied_by_reason.pairs() {
+        if n > 0 {
+            writeln!(out, "    {reason:<16}{n:>10}  {}", pct(n, s.requests))?;
+        }
+    }
+    if s.shadow_denied > 0 {
+        writeln!(
+            out,
+            "  shadow denied  {:>12}  (allowed; a shadow limit would have denied)",
+            s.shadow_denied
+        )?;
+    }
+    if s.undecidable > 0 {
+        writeln!(
+            out,
+            "  undecidable    {:>12}  (not counted above): {}",
+            s.undecidable,
+            s.undecidable_examples.join("; ")
+        )?;
+    }
+    if let Some(l) = &s.labels {
+        writeln!(
+            out,
+            "  labelled: abuse requests denied {} ({} by anomaly), normal requests denied {} ({} by anomaly)",
+            pct(l.abuse_denied, l.abuse_requests),
+            pct(l.abuse_denied_anomaly, l.abuse_requests),
+            pct(l.normal_denied, l.normal_requests),
+            pct(l.normal_denied_anomaly, l.normal_requests),
+        )?;
+        writeln!(
+            out,
+            "  labelled: abuse subjects flagged {}/{}, normal subjects flagged {}/{}",
+            l.abuse_subjects_flagged,
+            l.abuse_subjects,
+            l.normal_subjects_flagged,
+            l.normal_subjects
+        )?;
+    }
+    if !s.by_rule.is_empty() {
+        writeln!(out)?;
+        writeln!(
+            out,
+            "denied by rule   tier          denied    quota    burst     load  anomaly   shadow"
+        )?;
+        for r in &s.by_rule {
+            writeln!(
+                out,
+                "  {:<14} {:<12} {:>7}  {:>7}  {:>7}  {:>7}  {:>7}  {:>7}",
+                r.rule,
+                r.tier,
+                r.denied,
+                r.reasons.quota,
+                r.reasons.burst,
+                r.reasons.load,
+                r.reasons.anomaly,
+                r.shadow_denied
+            )?;
+        }
+    }
+    writeln!(out)?;
+    writeln!(out, "by tier          requests    denied")?;
+    for t in &s.by_tier {
+        writeln!(
+            out,
+            "  {:<12} {:>10}  {:>8}  {}",
+            t.tier,
+            t.requests,
+            t.denied,
+            pct(t.denied, t.requests)
+        )?;
+    }
+    writeln!(out)?;
+    writeln!(out, "subjects flagged: {}", s.subjects_flagged)?;
+    for f in s.flagged.iter().take(FLAGGED_SHOWN) {
+        writeln!(
+            out,
+            "  {:<24} at {} (+{:.0} s), max score {:.3}, {} requests, {} denied, label {}",
+            f.subject,
+            f.first_flagged,
+            f.first_flagged_after_s,
+            f.max_score,
+            f.requests,
+            f.denied,
+            label(f.label)
+        )?;
+    }
+    if s.flagged.len() > FLAGGED_SHOWN {
+        writeln!(
+            out,
+            "  ... {} more in --report",
+            s.flagged.len() - FLAGGED_SHOWN
+        )?;
+    }
+    if !s.top_denied.is_empty() {
+        writeln!(out)?;
+        writeln!(
+            out,
+            "top subjects by denials    requests    denied  flagged  label"
+        )?;
+        for t in &s.top_denied {
+            writeln!(
+                out,
+                "  {:<24} {:>9}  {:>8}  {:<7}  {}",
+                t.subject,
+                t.requests,
+                t.denied,
+                if t.flagged { "yes" } else { "no" },
+                label(t.label)
+            )?;
+        }
+    }
+    Ok(())
+}

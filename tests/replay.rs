@@ -1,0 +1,21 @@
+//! `ratewarden replay` (replay.md), through the real binary: live and replayed decisions
+//! agree; the access-log excerpts Debian's fail2ban ships parse as their lines say; a sweep's
+//! table matches a direct count over its per-request decisions and its plot is a PNG;
+//! malformed input is counted and reported, never a panic.
+
+mod common;
+
+#[path = "replay/harness.rs"]
+mod harness;
+
+#[path = "replay/malformed.rs"]
+mod malformed;
+
+#[path = "replay/fail2ban.rs"]
+mod fail2ban;
+
+#[path = "replay/sweep.rs"]
+mod sweep;
+
+#[path = "replay/differential.rs"]
+mod differential;
