@@ -33,7 +33,7 @@ impl RedisStore {
     /// The fleet's control keys share one hash tag (one cluster slot), so one script can check
     /// the lease and move the standings pointer together.
     fn control_key(&self, name: &str) -> String {
-        format!("{{{}:control}}:{name}", self.prefix)
+        format!("{}:{{control}}:{name}", self.prefix)
     }
 
     fn bucket_keys(&self, subject: KeyHash, bucket: u64) -> [String; 3] {
