@@ -26,7 +26,10 @@ fuzz_target!(|data: &[u8]| {
         }
         Err(errors) => {
             for e in &errors.0 {
-                assert!(!e.message.is_empty(), "an error without a message: {errors:?}");
+                assert!(
+                    !e.message.is_empty(),
+                    "an error without a message: {errors:?}"
+                );
             }
             let _ = errors.to_string();
         }
