@@ -1,8 +1,28 @@
 //! Reading a configuration folder: every `*.yaml` and `*.yml` file, one domain each.
 
-use super::{EnvoyConfig, EnvoyConfigError, EnvoyConfigErrors, compile::compile};
+use super::{Domain, EnvoyConfig, EnvoyConfigError, EnvoyConfigErrors, compile::compile};
 use std::collections::HashMap;
 use std::path::Path;
+
+impl Domain {
+    /// Compiles one file's text; `file` names it in errors and limit labels. What
+    /// [`EnvoyConfig::load`] does for each file of a folder (the fuzz target's entry point).
+    pub fn from_yaml(text: &str, file: &str) -> Result<Domain, EnvoyConfigErrors> {
+        compile(text, file).map_err(|found| {
+            EnvoyConfigErrors(
+                found
+                    .0
+                    .into_iter()
+                    .map(|e| EnvoyConfigError {
+                        file: file.to_owned(),
+                        path: e.path,
+                        message: e.message,
+                    })
+                    .collect(),
+            )
+        })
+    }
+}
 
 impl EnvoyConfig {
     /// Reads and compiles every YAML file of `dir` (not its subfolders), in name order.
@@ -43,7 +63,7 @@ impl EnvoyConfig {
                     continue;
                 }
             };
-            match compile(&text, &file) {
+            match Domain::from_yaml(&text, &file) {
                 Ok(domain) => {
                     if let Some(earlier) = defined_in.get(&*domain.name) {
                         errors.push(EnvoyConfigError {
@@ -59,11 +79,7 @@ impl EnvoyConfig {
                     defined_in.insert(domain.name.to_string(), file);
                     domains.insert(domain.name.to_string(), domain);
                 }
-                Err(found) => errors.extend(found.0.into_iter().map(|e| EnvoyConfigError {
-                    file: file.clone(),
-                    path: e.path,
-                    message: e.message,
-                })),
+                Err(found) => errors.extend(found.0),
             }
         }
         if errors.is_empty() {

@@ -22,10 +22,11 @@ pub const MAX_BATCH: usize = 1000;
 #[serde(deny_unknown_fields)]
 pub struct CheckBody {
     /// The subject: an API key, account id, phone number. 1 to 512 bytes.
-    #[schema(example = "alice")]
+    // Optional in Rust so a missing field gets a clear message; required in the document.
+    #[schema(example = "alice", value_type = String, required = true, min_length = 1)]
     pub user: Option<String>,
     /// The endpoint called, matched against the policy's endpoint rules. 1 to 2048 bytes.
-    #[schema(example = "/api/search")]
+    #[schema(example = "/api/search", value_type = String, required = true, min_length = 1)]
     pub endpoint: Option<String>,
     /// The subject's tier; when absent, the stored tier or the default tier.
     pub tier: Option<String>,
@@ -147,6 +148,7 @@ pub async fn check(
 pub struct BatchBody {
     /// 1 to 1000 check requests, decided in order, each as if sent alone.
     #[serde(default, deserialize_with = "super::body::objects")]
+    #[schema(value_type = Vec<CheckBody>, required = true, min_items = 1, max_items = 1000)]
     pub requests: Option<Vec<CheckBody>>,
 }
 

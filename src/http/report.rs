@@ -12,17 +12,20 @@ use utoipa::ToSchema;
 #[derive(Debug, Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct ReportBody {
-    #[schema(example = "alice")]
+    /// The subject, as in checks. 1 to 512 bytes.
+    // Optional in Rust so a missing field gets a clear message; required in the document.
+    #[schema(example = "alice", value_type = String, required = true, min_length = 1)]
     pub user: Option<String>,
-    #[schema(example = "/login")]
+    /// The endpoint, as in checks. 1 to 2048 bytes.
+    #[schema(example = "/login", value_type = String, required = true, min_length = 1)]
     pub endpoint: Option<String>,
     /// The upstream's HTTP status, 100 to 599.
-    #[schema(example = 401, minimum = 100, maximum = 599)]
+    #[schema(example = 401, value_type = i64, required = true, minimum = 100, maximum = 599)]
     pub status: Option<i64>,
     #[schema(example = "203.0.113.7")]
     pub ip: Option<String>,
     /// The upstream's latency in milliseconds, at least 0.
-    #[schema(example = 12)]
+    #[schema(example = 12, minimum = 0)]
     pub latency_ms: Option<f64>,
 }
 

@@ -184,6 +184,8 @@ pub async fn get_thresholds(_: Admin, State(state): State<AppState>) -> Json<Thr
     responses(
         (status = 200, description = "The new values", body = ThresholdsBody),
         (status = 400, description = "A value out of range or an unknown field; nothing changed", body = Problem, content_type = "application/problem+json"),
+        (status = 413, description = "Body over 64 KiB", body = Problem, content_type = "application/problem+json"),
+        (status = 415, description = "Not JSON", body = Problem, content_type = "application/problem+json"),
         (status = 401, description = "Missing or wrong token", body = Problem, content_type = "application/problem+json"),
         (status = 404, description = "The admin API is disabled", body = Problem, content_type = "application/problem+json"),
     )
