@@ -27,7 +27,7 @@ pub use decision::{Decision, Reason};
 pub use descriptor::{Described, DescriptorRequest, LimitOverride};
 pub use hasher::SubjectHasher;
 pub use plan::{Activity, Plan};
-pub use request::{CheckError, CheckRequest, Cost, MAX_COST};
+pub use request::{CheckError, CheckRequest, Cost, MAX_COST, path_of};
 pub use resolve::{DescriptorLimit, Resolved};
 pub use scale::{ScaleFactors, Standing, Thresholds};
 pub use tiers::TierCache;

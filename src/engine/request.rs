@@ -57,3 +57,19 @@ pub enum CheckError {
     #[error("rule {rule} ({path}) counts per IP address (key: ip) and the request has no `ip`")]
     MissingIp { rule: String, path: String },
 }
+
+/// The endpoint of a request URI: its path, without scheme, host, query or fragment (forward
+/// auth's `X-Original-URI`, Envoy's `:path`).
+pub fn path_of(uri: &str) -> &str {
+    let without_origin = match uri.split_once("://") {
+        Some((_, rest)) => rest.find('/').map_or("/", |i| &rest[i..]),
+        None => uri,
+    };
+    let end = without_origin
+        .find(['?', '#'])
+        .unwrap_or(without_origin.len());
+    match &without_origin[..end] {
+        "" => "/",
+        path => path,
+    }
+}

@@ -5,7 +5,7 @@
 //! endpoint is `endpoint` or `path` (its path part), else the `default_endpoint` limits; `tier`
 //! names the tier; `ip` or `remote_address` is the client address.
 
-use crate::engine::{CheckRequest, Cost};
+use crate::engine::{CheckRequest, Cost, path_of};
 use std::net::IpAddr;
 
 /// As on HTTP: the longest subject and endpoint accepted.
@@ -76,22 +76,6 @@ struct Descriptor(usize);
 impl std::fmt::Display for Descriptor {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         write!(f, "descriptors[{}]", self.0)
-    }
-}
-
-/// The path of a request URI: no scheme or host, query or fragment (Envoy's `:path` carries
-/// the query).
-fn path_of(uri: &str) -> &str {
-    let without_origin = match uri.split_once("://") {
-        Some((_, rest)) => rest.find('/').map_or("/", |i| &rest[i..]),
-        None => uri,
-    };
-    let end = without_origin
-        .find(['?', '#'])
-        .unwrap_or(without_origin.len());
-    match &without_origin[..end] {
-        "" => "/",
-        path => path,
     }
 }
 

@@ -5,7 +5,7 @@ use super::AppState;
 use super::check::{MAX_ENDPOINT_BYTES, MAX_USER_BYTES, undecidable};
 use super::decision;
 use super::problem::Problem;
-use crate::engine::{CheckError, CheckRequest, Cost};
+use crate::engine::{CheckError, CheckRequest, Cost, path_of};
 use crate::metrics::Api;
 use axum::extract::{ConnectInfo, Request, State};
 use axum::http::HeaderMap;
@@ -116,21 +116,6 @@ fn header<'a>(headers: &'a HeaderMap, name: &str) -> Result<Option<&'a str>, Pro
     }
 }
 
-/// The path of a request URI: no scheme or host, query or fragment.
-fn path_of(uri: &str) -> &str {
-    let without_origin = match uri.split_once("://") {
-        Some((_, rest)) => rest.find('/').map_or("/", |i| &rest[i..]),
-        None => uri,
-    };
-    let end = without_origin
-        .find(['?', '#'])
-        .unwrap_or(without_origin.len());
-    match &without_origin[..end] {
-        "" => "/",
-        path => path,
-    }
-}
-
 fn first_hop(list: &str) -> Result<IpAddr, Problem> {
     let first = list.split(',').next().unwrap_or("").trim();
     first
@@ -145,7 +130,7 @@ fn first_hop(list: &str) -> Result<IpAddr, Problem> {
 
 #[cfg(test)]
 mod tests {
-    use super::path_of;
+    use crate::engine::path_of;
 
     #[test]
     fn paths_lose_origin_query_and_fragment() {
