@@ -137,8 +137,8 @@ pub async fn serve(config: ServeConfig) -> Result<(), ServeError> {
         }
     });
 
-    let listener = bind(config.listen).await?;
-    let grpc_listener = bind(config.grpc_listen).await?;
+    let listener = bind(config.listen)?;
+    let grpc_listener = bind(config.grpc_listen)?;
     let local = listener.local_addr().map_err(ServeError::Serve)?;
     let grpc = grpc_listener.local_addr().map_err(ServeError::Serve)?;
     tracing::info!(%grpc, "grpc rate limit service up");
@@ -177,8 +177,23 @@ pub async fn serve(config: ServeConfig) -> Result<(), ServeError> {
     Ok(())
 }
 
-async fn bind(addr: SocketAddr) -> Result<tokio::net::TcpListener, ServeError> {
-    tokio::net::TcpListener::bind(addr)
-        .await
-        .map_err(|source| ServeError::Listen { addr, source })
+/// How many connections the kernel queues before the accept loop takes them. tokio's `bind`
+/// asks for 128 (std's figure, since mio 1.2): a burst of a few hundred connects, which a
+/// limiter in front of a busy API sees, overflowed it and each dropped SYN cost its client a 1 s
+/// retransmit. The kernel caps this at `net.core.somaxconn`.
+const LISTEN_BACKLOG: u32 = 4096;
+
+fn bind(addr: SocketAddr) -> Result<tokio::net::TcpListener, ServeError> {
+    let listen = || {
+        let socket = if addr.is_ipv4() {
+            tokio::net::TcpSocket::new_v4()?
+        } else {
+            tokio::net::TcpSocket::new_v6()?
+        };
+        // As tokio's `bind` does: a restarted daemon can listen while old connections linger.
+        socket.set_reuseaddr(true)?;
+        socket.bind(addr)?;
+        socket.listen(LISTEN_BACKLOG)
+    };
+    listen().map_err(|source| ServeError::Listen { addr, source })
 }
