@@ -15,7 +15,7 @@ use std::future::Future;
 
 pub use key::{KeyHash, LimitId};
 pub use memory::MemoryStore;
-pub use redis::{RedisStore, SentinelUrl, SharedTotals};
+pub use redis::{RedisStore, SentinelUrl, SharedTotals, TIER_STORE_TTL};
 
 /// One limit to check within a request.
 #[derive(Debug, Clone)]

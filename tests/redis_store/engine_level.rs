@@ -10,7 +10,7 @@ use ratewarden::algorithm::Algorithm;
 use ratewarden::clock::ManualClock;
 use ratewarden::engine::{CheckRequest, Cost, Decision, Engine, Reason, Standing, SubjectHasher};
 use ratewarden::policy::{Limit, Policy};
-use ratewarden::store::{MemoryStore, Store};
+use ratewarden::store::{MemoryStore, Store, TIER_STORE_TTL};
 use std::collections::HashMap;
 use std::net::IpAddr;
 use std::path::Path;
@@ -168,9 +168,10 @@ pub async fn privacy_and_ttls() {
             .parse()
             .expect("PTTL answers a number");
         if key == "rw:tiers" {
-            // The tier store is operator data: it never expires.
+            // Operator data: a long TTL, refreshed by every lookup and change.
             assert_eq!(kind, "hash");
-            assert_eq!(ttl, -1, "{key}");
+            let long = TIER_STORE_TTL.as_millis() as i64;
+            assert!(ttl > long - 60_000 && ttl <= long, "{key}: PTTL {ttl}");
             continue;
         }
         // rw:{<32 hex digits>}:<limit id>, and # for a sliding log's running total.
@@ -234,6 +235,12 @@ pub async fn tier_store() {
         "pro"
     );
     assert_eq!(server.cli(&["HLEN", "rw:tiers"]).trim(), "1");
+    let long = TIER_STORE_TTL.as_millis() as i64;
+    let tiers_ttl = || -> i64 { server.cli(&["PTTL", "rw:tiers"]).trim().parse().unwrap() };
+    assert!(tiers_ttl() > long - 60_000, "PTTL {}", tiers_ttl());
+    // A hash an operator wrote without a TTL gets one at the next lookup.
+    server.cli(&["PERSIST", "rw:tiers"]);
+    assert_eq!(tiers_ttl(), -1);
     // The engine that wrote it forgets its cached answer at once.
     let before = command_calls(&server, "hget");
     assert_eq!(
@@ -241,6 +248,7 @@ pub async fn tier_store() {
         "pro"
     );
     assert_eq!(command_calls(&server, "hget"), before + 1, "one lookup");
+    assert!(tiers_ttl() > long - 60_000, "PTTL {}", tiers_ttl());
     // Then the local cache answers: an operator's change in Redis is not seen yet.
     server.cli(&["HSET", "rw:tiers", &subject.to_string(), "enterprise"]);
     for _ in 0..3 {
@@ -293,8 +301,8 @@ pub async fn tier_store() {
         tier_of(&decide(&engine, &CheckRequest::new("carol", "/x")).await),
         "free"
     );
-    // The tier store keeps no TTL and holds hashes only.
-    assert_eq!(server.cli(&["PTTL", "rw:tiers"]).trim(), "-1");
+    // The tier store keeps its TTL and holds hashes only.
+    assert!(tiers_ttl() > long - 60_000, "PTTL {}", tiers_ttl());
     let all = server.cli(&["HGETALL", "rw:tiers"]);
     assert!(!all.contains("dave") && !all.contains("erin"), "{all}");
 }

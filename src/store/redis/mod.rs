@@ -26,6 +26,12 @@ use std::time::Duration;
 /// Batch items that share one `store.timeout` of deadline.
 const BATCH_PER_TIMEOUT: usize = 50;
 
+/// How long the tier hash (`<prefix>:tiers`) outlives its last lookup or change. Every store key
+/// has a TTL; this one is operator data, so it is long and refreshed on each use: daemons that
+/// serve traffic look tiers up every few seconds (their local cache expires), so it only goes
+/// after 30 days in which no daemon read or wrote a tier.
+pub const TIER_STORE_TTL: Duration = Duration::from_secs(30 * 24 * 3600);
+
 #[derive(Clone)]
 pub struct RedisStore {
     conn: Connection,
@@ -95,6 +101,15 @@ impl RedisStore {
 
     fn tiers_key(&self) -> String {
         format!("{}:tiers", self.prefix)
+    }
+
+    /// Adds to `pipe` the refresh of the tier hash's TTL, which every tier lookup and change
+    /// sends in the same round trip: see [`TIER_STORE_TTL`].
+    fn keep_tiers(&self, pipe: &mut Pipeline) {
+        pipe.cmd("PEXPIRE")
+            .arg(self.tiers_key())
+            .arg(TIER_STORE_TTL.as_millis() as u64)
+            .ignore();
     }
 
     fn script_cmd(&self, keys: &[String], args: &[String], by_hash: bool) -> Cmd {
@@ -306,36 +321,44 @@ impl Store for RedisStore {
     }
 
     async fn tier(&self, subject: KeyHash) -> Result<Option<String>, StoreError> {
-        let mut cmd = redis::cmd("HGET");
-        cmd.arg(self.tiers_key()).arg(subject.to_string());
-        self.conn.query(&cmd, self.timeout).await
+        let mut pipe = redis::pipe();
+        pipe.cmd("HGET")
+            .arg(self.tiers_key())
+            .arg(subject.to_string());
+        self.keep_tiers(&mut pipe);
+        let (tier,): (Option<String>,) = self.conn.pipeline(&pipe, self.timeout).await?;
+        Ok(tier)
     }
 
     async fn tiers(&self, subjects: &[KeyHash]) -> Result<Vec<Option<String>>, StoreError> {
         if subjects.is_empty() {
             return Ok(Vec::new());
         }
-        let mut cmd = redis::cmd("HMGET");
-        cmd.arg(self.tiers_key());
+        let mut pipe = redis::pipe();
+        let lookup = pipe.cmd("HMGET").arg(self.tiers_key());
         for subject in subjects {
-            cmd.arg(subject.to_string());
+            lookup.arg(subject.to_string());
         }
-        self.conn.query(&cmd, self.timeout).await
+        self.keep_tiers(&mut pipe);
+        let (tiers,): (Vec<Option<String>>,) = self.conn.pipeline(&pipe, self.timeout).await?;
+        Ok(tiers)
     }
 
     async fn set_tier(&self, subject: KeyHash, tier: Option<&str>) -> Result<(), StoreError> {
-        let cmd = match tier {
-            Some(tier) => {
-                let mut c = redis::cmd("HSET");
-                c.arg(self.tiers_key()).arg(subject.to_string()).arg(tier);
-                c
-            }
-            None => {
-                let mut c = redis::cmd("HDEL");
-                c.arg(self.tiers_key()).arg(subject.to_string());
-                c
-            }
-        };
-        self.conn.query::<i64>(&cmd, self.timeout).await.map(|_| ())
+        let mut pipe = redis::pipe();
+        match tier {
+            Some(tier) => pipe
+                .cmd("HSET")
+                .arg(self.tiers_key())
+                .arg(subject.to_string())
+                .arg(tier),
+            None => pipe
+                .cmd("HDEL")
+                .arg(self.tiers_key())
+                .arg(subject.to_string()),
+        }
+        .ignore();
+        self.keep_tiers(&mut pipe);
+        self.conn.pipeline::<()>(&pipe, self.timeout).await
     }
 }
