@@ -125,19 +125,12 @@ impl Reloader {
     pub fn spawn_watch(self) {
         let (tx, mut rx) = mpsc::channel::<&'static str>(16);
         let watcher = self.watch_file(&self.path, "file change", tx.clone());
-        let model_watcher = self
-            .engine
-            .policy()
-            .adaptive
-            .anomaly
-            .model
-            .clone()
-            .and_then(|model| self.watch_file(&model, "model change", tx.clone()));
-        let envoy_watcher = self.watch_envoy_folder(tx.clone());
+        let mut watches = Watches::default();
+        self.follow(&mut watches, &tx);
         #[cfg(unix)]
-        spawn_sighup(tx);
+        spawn_sighup(tx.clone());
         tokio::spawn(async move {
-            let _watchers = (watcher, model_watcher, envoy_watcher);
+            let _watcher = watcher;
             while let Some(trigger) = rx.recv().await {
                 // Editors write a file in several steps: let them finish, then read once.
                 tokio::time::sleep(Duration::from_millis(100)).await;
@@ -155,8 +148,32 @@ impl Reloader {
                     }
                 })
                 .await;
+                self.follow(&mut watches, &tx);
             }
         });
+    }
+
+    /// Points the model and envoy folder watches at what the policy in force names, when that
+    /// changed (at start-up, or a reload named another file or none).
+    fn follow(&self, watches: &mut Watches, tx: &mpsc::Sender<&'static str>) {
+        let policy = self.engine.policy();
+        let model = policy.adaptive.anomaly.model.clone();
+        if model != watches.model {
+            watches.model_watcher = model
+                .as_deref()
+                .and_then(|model| self.watch_file(model, "model change", tx.clone()));
+            if let Some(model) = &model {
+                tracing::info!(path = %model.display(), "watching the model file");
+            }
+            watches.model = model;
+        }
+        let envoy = policy.envoy.as_ref().map(|envoy| envoy.dir.clone());
+        if envoy != watches.envoy {
+            watches.envoy_watcher = envoy
+                .as_deref()
+                .and_then(|dir| watch_envoy_folder(dir, tx.clone()));
+            watches.envoy = envoy;
+        }
     }
 
     fn watch_file(
@@ -194,33 +211,40 @@ impl Reloader {
     }
 }
 
-impl Reloader {
-    /// Watches the envoyproxy/ratelimit folder in force at start-up for YAML file changes.
-    fn watch_envoy_folder(
-        &self,
-        tx: mpsc::Sender<&'static str>,
-    ) -> Option<notify::RecommendedWatcher> {
-        let dir = self.engine.policy().envoy.as_ref()?.dir.clone();
-        let mut watcher =
-            notify::recommended_watcher(move |event: notify::Result<notify::Event>| {
-                let Ok(event) = event else { return };
-                let yaml = event.paths.iter().any(|p| {
-                    p.extension()
-                        .is_some_and(|e| e == "yaml" || e == "yml")
-                });
-                let changed = event.kind.is_modify() || event.kind.is_create() || event.kind.is_remove();
-                if yaml && changed {
-                    let _ = tx.try_send("envoy config change");
-                }
-            })
-            .map_err(|error| tracing::warn!(%error, "cannot watch the envoy config folder; reload with SIGHUP"))
-            .ok()?;
-        watcher
-            .watch(&dir, RecursiveMode::NonRecursive)
-            .map_err(|error| tracing::warn!(%error, "cannot watch the envoy config folder; reload with SIGHUP"))
-            .ok()?;
-        Some(watcher)
-    }
+/// What the model and envoy folder watches follow; a watch stops when its watcher is dropped.
+#[derive(Default)]
+struct Watches {
+    model: Option<PathBuf>,
+    model_watcher: Option<notify::RecommendedWatcher>,
+    envoy: Option<PathBuf>,
+    envoy_watcher: Option<notify::RecommendedWatcher>,
+}
+
+/// Watches an envoyproxy/ratelimit folder for YAML file changes.
+fn watch_envoy_folder(
+    dir: &Path,
+    tx: mpsc::Sender<&'static str>,
+) -> Option<notify::RecommendedWatcher> {
+    let mut watcher = notify::recommended_watcher(move |event: notify::Result<notify::Event>| {
+        let Ok(event) = event else { return };
+        let yaml = event
+            .paths
+            .iter()
+            .any(|p| p.extension().is_some_and(|e| e == "yaml" || e == "yml"));
+        let changed = event.kind.is_modify() || event.kind.is_create() || event.kind.is_remove();
+        if yaml && changed {
+            let _ = tx.try_send("envoy config change");
+        }
+    })
+    .map_err(
+        |error| tracing::warn!(%error, "cannot watch the envoy config folder; reload with SIGHUP"),
+    )
+    .ok()?;
+    watcher
+        .watch(dir, RecursiveMode::NonRecursive)
+        .map_err(|error| tracing::warn!(%error, "cannot watch the envoy config folder; reload with SIGHUP"))
+        .ok()?;
+    Some(watcher)
 }
 
 #[cfg(unix)]

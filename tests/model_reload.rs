@@ -1,6 +1,7 @@
 //! The model file in the real binary: missing at start-up (the daemon limits without anomaly
 //! scaling, counts the error), loaded when it appears, a corrupt one refused with the old model
-//! kept, on a file change and on the admin API's reload.
+//! kept, on a file change and on the admin API's reload; a reload naming another file moves the
+//! watch to it.
 
 mod common;
 
@@ -98,4 +99,50 @@ fn a_model_is_loaded_when_it_appears_and_a_corrupt_one_is_refused_keeping_the_ol
         "{problem}"
     );
     assert_eq!(metric(&daemon, "ratewarden_model_info{"), Some(info));
+}
+
+/// A reload that names another model file moves the watch there: the new file, appearing
+/// after the reload, is loaded without a SIGHUP.
+#[test]
+fn the_watch_follows_a_reload_to_another_model_file() {
+    let dir = tempfile::tempdir().unwrap();
+    let shipped = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("models/abuse.json");
+    std::fs::copy(&shipped, dir.path().join("first.json")).unwrap();
+    let policy = dir.path().join("policy.yaml");
+    let naming = |model: &str| {
+        common::EXAMPLE_POLICY.replace("model: models/abuse.json", &format!("model: {model}"))
+    };
+    std::fs::write(&policy, naming("first.json")).unwrap();
+    let mut daemon = Daemon::start(&policy, &[]);
+    wait_metric(
+        &daemon,
+        r#"ratewarden_config_reloads_total{kind="model",result="success"} 1"#,
+    );
+
+    // The policy now names a file that is not there yet: refused, the first model stays.
+    std::fs::write(&policy, naming("second.json")).unwrap();
+    daemon.wait_for("model refused", Duration::from_secs(10));
+    wait_metric(
+        &daemon,
+        r#"ratewarden_config_reloads_total{kind="model",result="error"} 1"#,
+    );
+    assert!(metric(&daemon, "ratewarden_model_info{").is_some());
+
+    // It appears: the watch, now on second.json, loads it.
+    std::fs::copy(&shipped, dir.path().join("second.json")).unwrap();
+    wait_metric(
+        &daemon,
+        r#"ratewarden_config_reloads_total{kind="model",result="success"} 2"#,
+    );
+    // And first.json is no longer watched: changing it reloads nothing.
+    std::fs::write(dir.path().join("first.json"), "not a model").unwrap();
+    std::thread::sleep(Duration::from_millis(1000));
+    assert!(
+        metric(
+            &daemon,
+            r#"ratewarden_config_reloads_total{kind="model",result="error"} 1"#
+        )
+        .is_some(),
+        "a change to the old model file was read"
+    );
 }
