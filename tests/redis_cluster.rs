@@ -15,7 +15,7 @@ use std::net::IpAddr;
 use std::path::Path;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
-use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+use std::time::{Duration, Instant};
 use tracing_subscriber::util::SubscriberInitExt;
 
 const PREFIX: &str = "rw";
@@ -77,16 +77,6 @@ fn node_of_subject(cluster: &RedisCluster, subject: KeyHash) -> usize {
     node_of(cluster, &format!("{{{subject}}}"))
 }
 
-/// Waits when fewer than 10 s are left in the current epoch-aligned `window`, so that a test
-/// counting in fixed or sliding windows does not straddle two of them.
-async fn clear_of_window_edge(window: Duration) {
-    let now = SystemTime::now().duration_since(UNIX_EPOCH).unwrap();
-    let into = Duration::from_micros((now.as_micros() % window.as_micros()) as u64);
-    if window - into < Duration::from_secs(10) {
-        tokio::time::sleep(window - into + Duration::from_millis(100)).await;
-    }
-}
-
 fn fixed_window_policy(requests: u64, window: &str) -> String {
     format!(
         "default_tier: t\ntiers:\n  t:\n    limits:\n      - {{ name: l, algorithm: fixed_window, requests: {requests}, window: {window} }}\n"
@@ -105,7 +95,7 @@ async fn subjects_spread_over_every_master_and_count_exactly() {
     for _ in 0..3 {
         engines.push(Arc::new(engine(&cluster, &yaml).await));
     }
-    clear_of_window_edge(Duration::from_secs(3600)).await;
+    common::clear_of_window_edge(Duration::from_secs(3600)).await;
     let mut tasks = Vec::new();
     for s in 0..SUBJECTS {
         for a in 0..ATTEMPTS {
@@ -187,7 +177,7 @@ async fn a_batch_across_nodes_decides_each_subject_in_order() {
     let requests: Vec<CheckRequest<'_>> = (0..PER_SUBJECT)
         .flat_map(|_| users.iter().map(|u| CheckRequest::new(u, "/x")))
         .collect();
-    clear_of_window_edge(Duration::from_secs(3600)).await;
+    common::clear_of_window_edge(Duration::from_secs(3600)).await;
     let decisions = engine.check_batch(&requests).await.unwrap();
     assert_eq!(decisions.len(), requests.len());
     for (i, (request, d)) in requests.iter().zip(&decisions).enumerate() {
@@ -301,7 +291,7 @@ async fn a_user_and_an_ip_on_two_masters_are_all_or_nothing() {
                - path: /signup\n    key: ip\n    limits: [ {{ name: signup, algorithm: {algorithm}, requests: {SIGNUP}, window: 1h }} ]\n"
         );
         let engine = engine(&cluster, &yaml).await;
-        clear_of_window_edge(Duration::from_secs(3600)).await;
+        common::clear_of_window_edge(Duration::from_secs(3600)).await;
 
         // A user and an address whose keys live on different masters.
         let pick = |tag: &str, ip: IpAddr| {

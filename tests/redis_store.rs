@@ -52,7 +52,7 @@ async fn differential_memory_and_redis_agree_on_random_requests() {
 }
 
 #[tokio::test]
-async fn no_raw_identifier_in_redis_and_every_key_expires_but_the_tier_store() {
+async fn no_raw_identifier_in_redis_and_every_key_expires() {
     engine_level::privacy_and_ttls().await;
 }
 

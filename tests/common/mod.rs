@@ -14,6 +14,7 @@ use ratewarden::policy::Policy;
 use ratewarden::store::MemoryStore;
 use std::path::Path;
 use std::sync::Arc;
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 /// 2023-11-14T22:13:20Z (20 s into a minute, 13 min 20 s into an hour: epoch-aligned windows
 /// do not start here).
@@ -41,4 +42,14 @@ pub async fn check(engine: &Engine<MemoryStore>, request: CheckRequest<'_>) -> D
 
 pub fn violated(decision: &Decision) -> Vec<&str> {
     decision.violated_names().collect()
+}
+
+/// Waits when fewer than 10 s are left in the current epoch-aligned `window`, so that a test
+/// counting in fixed or sliding windows does not straddle two of them.
+pub async fn clear_of_window_edge(window: Duration) {
+    let now = SystemTime::now().duration_since(UNIX_EPOCH).unwrap();
+    let into = Duration::from_micros((now.as_micros() % window.as_micros()) as u64);
+    if window - into < Duration::from_secs(10) {
+        tokio::time::sleep(window - into + Duration::from_millis(100)).await;
+    }
 }
