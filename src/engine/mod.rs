@@ -355,11 +355,14 @@ impl<S: Store> Engine<S> {
         decision
     }
 
-    /// Adds a decision to its subject's features. A denial while the store failed says
-    /// nothing of the subject, so it is not counted as denied.
+    /// Adds a decision to its subject's features. `denied_ratio` is the policy's own verdict on
+    /// the subject, as in the model's training data: a denial while the store failed, or one
+    /// only the load or anomaly scaling caused, is not counted (else a flag would feed itself).
     fn record(&self, trace: Option<(KeyHash, Activity)>, decision: &Decision) {
         if let Some((subject, activity)) = trace {
-            let denied = !decision.allowed && !decision.degraded;
+            let denied = !decision.allowed
+                && !decision.degraded
+                && matches!(decision.reason, Some(Reason::Quota | Reason::Burst));
             self.recorder.record_request(
                 subject,
                 self.clock.now(),

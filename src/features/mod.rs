@@ -39,7 +39,8 @@ pub struct Features {
     pub ips_per_request: f64,
     /// Share of reported upstream statuses that were 4xx (`/v1/report`); 0 without reports.
     pub client_error_ratio: f64,
-    /// Share of the subject's requests that ratewarden denied.
+    /// Share of the subject's requests denied by the limits as written (not by the load or
+    /// anomaly scaling).
     pub denied_ratio: f64,
     /// Coefficient of variation of the gaps between requests (0 = a metronome; about 1 for
     /// random arrivals; more for bursts); at most [`MAX_CV`].

@@ -5,7 +5,7 @@
 use crate::common::{EXAMPLE_POLICY, START};
 use ratewarden::clock::{ManualClock, Micros};
 use ratewarden::control::{ControlLoop, LoadSampler, ModelSlot};
-use ratewarden::engine::{CheckRequest, Engine, SubjectHasher};
+use ratewarden::engine::{CheckRequest, Engine, Standing, SubjectHasher};
 use ratewarden::policy::Policy;
 use ratewarden::store::{Backend, MemoryStore};
 use std::collections::VecDeque;
@@ -147,4 +147,59 @@ async fn recorded_traffic_becomes_exact_features_that_leave_with_the_window() {
     clock.advance(Duration::from_secs(600 + 200));
     control.cycle().await;
     assert_eq!(engine.scale_factors().observed(alice), None);
+}
+
+/// `denied_ratio` is the policy's own verdict, as in the model's training data: denials that
+/// only the anomaly factor or the load factor caused are not counted (else a flag would raise
+/// the very feature that keeps it), denials by the limits as written are.
+#[tokio::test]
+async fn only_the_policys_own_denials_count_in_denied_ratio() {
+    let (engine, clock) = engine(&without_model(EXAMPLE_POLICY));
+    let mut control = control(&engine, &[1.0]);
+    let burst = |user: &'static str, n: usize| {
+        let engine = engine.clone();
+        async move {
+            let mut reasons = Vec::new();
+            for _ in 0..n {
+                let d = engine.check(&CheckRequest::new(user, "/x")).await.unwrap();
+                reasons.push(d.reason.map(|r| r.label()));
+            }
+            reasons
+        }
+    };
+    let denied = |reasons: &[Option<&str>], reason: &str| {
+        reasons.iter().filter(|r| **r == Some(reason)).count()
+    };
+    // Flagged: free's burst of 20 becomes 2.
+    let flagged = engine.hasher().user("flagged");
+    engine.scale_factors().set_standing(
+        flagged,
+        Standing {
+            abuse_score: 0.99,
+            held_until: START + 3_600_000_000,
+        },
+    );
+    let reasons = burst("flagged", 10).await;
+    assert_eq!(denied(&reasons, "anomaly"), 8, "{reasons:?}");
+    // The load factor pinned at 0.25: the burst of 20 becomes 5.
+    let mut thresholds = engine.scale_factors().thresholds();
+    thresholds.load_factor_override = Some(0.25);
+    engine.scale_factors().set_thresholds(thresholds);
+    let reasons = burst("loaded", 10).await;
+    assert_eq!(denied(&reasons, "load"), 5, "{reasons:?}");
+    // At factor 1: 20 pass, 5 are denied by the burst limit as written.
+    thresholds.load_factor_override = Some(1.0);
+    engine.scale_factors().set_thresholds(thresholds);
+    let reasons = burst("spent", 25).await;
+    assert_eq!(denied(&reasons, "burst"), 5, "{reasons:?}");
+
+    clock.advance(Duration::from_secs(2));
+    control.cycle().await;
+    let ratio = |user: &str| {
+        let observed = engine.scale_factors().observed(engine.hasher().user(user));
+        observed.expect("active").features.denied_ratio
+    };
+    assert_eq!(ratio("flagged"), 0.0);
+    assert_eq!(ratio("loaded"), 0.0);
+    assert_eq!(ratio("spent"), 5.0 / 25.0);
 }
