@@ -47,6 +47,9 @@ fn policy(dir: &Path, redis: &RedisServer) -> PathBuf {
     let yaml: Vec<String> = common::EXAMPLE_POLICY
         .lines()
         .map(|line| line.replace("url: memory://", &format!("url: \"{}\"", redis.url())))
+        // The shipped 20 ms: one slow call on this busy machine (Prometheus, Redis and the
+        // traffic share 2 cores) would be answered by the local fallback and split the counts.
+        .map(|line| line.replace("timeout: 20ms", "timeout: 1s"))
         .map(|line| {
             line.replace(
                 "model: models/abuse.json",

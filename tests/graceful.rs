@@ -165,11 +165,12 @@ fn a_sighup_storm_under_load_drops_no_request_and_loses_no_usage() {
     let (mut daemon, _dir) = start();
     let addr = daemon.addr;
     let storm_over = AtomicBool::new(false);
+    let limit_reached = AtomicBool::new(false);
     let (counted, others) = std::thread::scope(|scope| {
         // The counted subject, paced so its 2000 admissions span the storm.
         let counted: Vec<_> = (0..4)
             .map(|_| {
-                let storm_over = &storm_over;
+                let (storm_over, limit_reached) = (&storm_over, &limit_reached);
                 scope.spawn(move || {
                     let mut connection = Connection::open(addr).expect("connects");
                     let mut statuses = BTreeMap::<u16, u64>::new();
@@ -178,6 +179,9 @@ fn a_sighup_storm_under_load_drops_no_request_and_loses_no_usage() {
                             .exchange(&check("counted"), false)
                             .expect("answered during the storm");
                         *statuses.entry(reply.status).or_default() += 1;
+                        if reply.status == 429 {
+                            limit_reached.store(true, Ordering::Relaxed);
+                        }
                         std::thread::sleep(Duration::from_millis(5));
                     }
                     statuses
@@ -195,8 +199,13 @@ fn a_sighup_storm_under_load_drops_no_request_and_loses_no_usage() {
             daemon.signal("HUP");
             std::thread::sleep(Duration::from_millis(100));
         }
-        // Traffic goes on a little past the last reload.
+        // Traffic goes on a little past the last reload, and until the limit is reached (on a
+        // slow machine the 2000 admissions can outlast the storm).
         std::thread::sleep(Duration::from_millis(2_000));
+        let deadline = Instant::now() + Duration::from_secs(60);
+        while !limit_reached.load(Ordering::Relaxed) && Instant::now() < deadline {
+            std::thread::sleep(Duration::from_millis(50));
+        }
         storm_over.store(true, Ordering::Relaxed);
         let counted: Vec<_> = counted.into_iter().map(|c| c.join().unwrap()).collect();
         let others: Vec<_> = others.into_iter().map(|c| c.join().unwrap()).collect();

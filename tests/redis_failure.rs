@@ -46,7 +46,7 @@ const MODES: [Mode; 3] = [ALLOW, DENY, LOCAL];
 fn write_policy(dir: &Path, url: &str, mode: Mode) -> PathBuf {
     let path = dir.join(format!("policy-{}.yaml", mode.name));
     let yaml = format!(
-        "store: {{ url: \"{url}\", on_error: {on_error}, timeout: 100ms }}
+        "store: {{ url: \"{url}\", on_error: {on_error}, timeout: 300ms }}
 default_tier: free
 tiers:
   free:
@@ -350,7 +350,7 @@ fn outage_and_recovery(mode: Mode) {
     assert!(daemon.is_running(), "the daemon survives the store's crash");
 
     // alice had 2 counted in Redis; the mode decides now (local: the full limit again), each
-    // answer within the deadlines of its store calls (tier lookup and apply, 100 ms each).
+    // answer within the deadlines of its store calls (tier lookup and apply, 300 ms each).
     let before: Vec<f64> = MODES.iter().map(|m| store_errors(addr, m.action)).collect();
     for i in 0..LIMIT + 2 {
         let started = Instant::now();

@@ -52,7 +52,7 @@ fn follows_a_failover_answering_per_on_error_meanwhile() {
     let dir = tempfile::tempdir().unwrap();
     let mut daemons: Vec<Daemon> = MODES
         .iter()
-        .map(|&m| Daemon::start(&write_policy(dir.path(), &url, m, "200ms"), &[]))
+        .map(|&m| Daemon::start(&write_policy(dir.path(), &url, m, "500ms"), &[]))
         .collect();
     let addrs: Vec<SocketAddr> = daemons.iter().map(|d| d.addr).collect();
     for &addr in &addrs {
@@ -188,7 +188,7 @@ fn starts_while_no_sentinel_answers_and_follows_the_primary_once_one_does() {
     let dir = tempfile::tempdir().unwrap();
     let daemons: Vec<Daemon> = MODES
         .iter()
-        .map(|&m| Daemon::start(&write_policy(dir.path(), &url, m, "200ms"), &[]))
+        .map(|&m| Daemon::start(&write_policy(dir.path(), &url, m, "500ms"), &[]))
         .collect();
     for (daemon, mode) in daemons.iter().zip(MODES) {
         assert_eq!(get(daemon.addr, "/readyz").status, 503);

@@ -53,3 +53,13 @@ pub async fn clear_of_window_edge(window: Duration) {
         tokio::time::sleep(window - into + Duration::from_millis(100)).await;
     }
 }
+
+/// Blocks past the next edge of the epoch-aligned `window` when it is less than `margin` away,
+/// for a test that must run wholly within one window.
+pub fn sleep_past_window_edge_within(window: Duration, margin: Duration) {
+    let now = SystemTime::now().duration_since(UNIX_EPOCH).unwrap();
+    let into = Duration::from_micros((now.as_micros() % window.as_micros()) as u64);
+    if window - into < margin {
+        std::thread::sleep(window - into + Duration::from_millis(100));
+    }
+}
