@@ -44,22 +44,26 @@ pub fn violated(decision: &Decision) -> Vec<&str> {
     decision.violated_names().collect()
 }
 
+/// How long until the next edge of the epoch-aligned `window`.
+fn until_window_edge(window: Duration) -> Duration {
+    let now = SystemTime::now().duration_since(UNIX_EPOCH).unwrap();
+    window - Duration::from_micros((now.as_micros() % window.as_micros()) as u64)
+}
+
 /// Waits when fewer than 10 s are left in the current epoch-aligned `window`, so that a test
 /// counting in fixed or sliding windows does not straddle two of them.
 pub async fn clear_of_window_edge(window: Duration) {
-    let now = SystemTime::now().duration_since(UNIX_EPOCH).unwrap();
-    let into = Duration::from_micros((now.as_micros() % window.as_micros()) as u64);
-    if window - into < Duration::from_secs(10) {
-        tokio::time::sleep(window - into + Duration::from_millis(100)).await;
+    let left = until_window_edge(window);
+    if left < Duration::from_secs(10) {
+        tokio::time::sleep(left + Duration::from_millis(100)).await;
     }
 }
 
 /// Blocks past the next edge of the epoch-aligned `window` when it is less than `margin` away,
 /// for a test that must run wholly within one window.
 pub fn sleep_past_window_edge_within(window: Duration, margin: Duration) {
-    let now = SystemTime::now().duration_since(UNIX_EPOCH).unwrap();
-    let into = Duration::from_micros((now.as_micros() % window.as_micros()) as u64);
-    if window - into < margin {
-        std::thread::sleep(window - into + Duration::from_millis(100));
+    let left = until_window_edge(window);
+    if left < margin {
+        std::thread::sleep(left + Duration::from_millis(100));
     }
 }
