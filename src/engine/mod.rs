@@ -19,7 +19,7 @@ use crate::clock::{Clock, Micros, SystemClock};
 use crate::features::Recorder;
 use crate::metrics::Metrics;
 use crate::policy::{KeyScope, OnError, Policy};
-use crate::store::{Applied, Backend, KeyHash, MemoryStore, Store, StoreError};
+use crate::store::{Applied, Backend, KeyHash, MemoryStore, Request, Store, StoreError};
 use arc_swap::ArcSwap;
 use std::sync::Arc;
 
@@ -374,13 +374,34 @@ impl<S: Store> Engine<S> {
     }
 
     fn on_store_error(&self, plan: Plan, error: &StoreError) -> Decision {
+        let outcome = {
+            let request = plan.store_request(false);
+            self.fall_back(&request, error, plan.resolved.policy.store.on_error)
+        };
+        let mut decision = match outcome {
+            Ok(applied) => Decision::from_applied(plan, &applied),
+            Err(on_error) => Self::without_store(plan, on_error),
+        };
+        decision.degraded = true;
+        decision
+    }
+
+    /// While the store fails: the per-instance limiter's answer to `request` under
+    /// `on_error: local`, else the `on_error` to apply without one (a full embedded store
+    /// denies). Counted in `store_errors_total` by what was done.
+    fn fall_back(
+        &self,
+        request: &Request<'_>,
+        error: &StoreError,
+        configured: OnError,
+    ) -> Result<Applied, OnError> {
         tracing::debug!(%error, "store failed; deciding per store.on_error");
         let on_error = match error {
             StoreError::Full => OnError::Deny,
-            _ => plan.resolved.policy.store.on_error,
+            _ => configured,
         };
         let local = match (&self.fallback, on_error) {
-            (Some(fallback), OnError::Local) => fallback.apply_now(&plan.store_request(false)).ok(),
+            (Some(fallback), OnError::Local) => fallback.apply_now(request).ok(),
             _ => None,
         };
         let action = match (&local, on_error) {
@@ -392,12 +413,7 @@ impl<S: Store> Engine<S> {
             .store_errors
             .with_label_values(&[self.store.kind().label(), action])
             .inc();
-        let mut decision = match local {
-            Some(applied) => Decision::from_applied(plan, &applied),
-            None => Self::without_store(plan, on_error),
-        };
-        decision.degraded = true;
-        decision
+        local.ok_or(on_error)
     }
 
     /// `on_error` when no per-instance limiter answers: allowed with no limit, or denied.

@@ -6,8 +6,7 @@
 //! tier limit, say) become one check carrying both costs, so the limit must have room for both.
 
 use super::{Decision, Engine, Plan};
-use crate::policy::OnError;
-use crate::store::{Applied, Check, CheckResults, Request, Store, StoreError};
+use crate::store::{Applied, Check, CheckResults, Request, Store};
 
 /// The decisions of requests decided together.
 #[derive(Debug)]
@@ -43,7 +42,10 @@ impl<S: Store> Engine<S> {
         self.observe_store(started);
         let (result, degraded) = match result {
             Ok(applied) => (Ok(applied), false),
-            Err(error) => (self.fallback_together(&combined, &error), true),
+            Err(error) => (
+                self.fall_back(&combined, &error, self.policy().store.on_error),
+                true,
+            ),
         };
         let costs: Vec<u64> = combined.checks.iter().map(|c| c.cost).collect();
         drop(combined);
@@ -92,34 +94,6 @@ impl<S: Store> Engine<S> {
                 }
             }
         }
-    }
-
-    /// While the store fails: the per-instance limiter's answer under `on_error: local`, else
-    /// the `on_error` to apply without one.
-    fn fallback_together(
-        &self,
-        combined: &Request<'_>,
-        error: &StoreError,
-    ) -> Result<Applied, OnError> {
-        tracing::debug!(%error, "store failed; deciding per store.on_error");
-        let on_error = match error {
-            StoreError::Full => OnError::Deny,
-            _ => self.policy().store.on_error,
-        };
-        let local = match (&self.fallback, on_error) {
-            (Some(fallback), OnError::Local) => fallback.apply_now(combined).ok(),
-            _ => None,
-        };
-        let action = match (&local, on_error) {
-            (Some(_), _) => "local",
-            (None, OnError::Allow) => "allowed",
-            (None, _) => "denied",
-        };
-        self.metrics
-            .store_errors
-            .with_label_values(&[self.store.kind().label(), action])
-            .inc();
-        local.ok_or(on_error)
     }
 }
 
