@@ -7,7 +7,6 @@ use criterion::{Criterion, criterion_group, criterion_main};
 use ratewarden::clock::{Clock, ManualClock};
 use ratewarden::control::{ControlLoop, LoadSampler, ModelSlot};
 use ratewarden::engine::{Engine, SubjectHasher};
-use ratewarden::policy::Policy;
 use ratewarden::store::{Backend, KeyHash, MemoryStore};
 use std::hint::black_box;
 use std::path::Path;
@@ -26,7 +25,8 @@ impl LoadSampler for Idle {
 
 fn bench(c: &mut Criterion) {
     let root = Path::new(env!("CARGO_MANIFEST_DIR"));
-    let policy = Policy::load(&root.join("ratewarden.yaml")).expect("the example policy");
+    let policy =
+        ratewarden::rules::load_policy(&root.join("ratewarden.yaml")).expect("the example policy");
     let model_path = policy.adaptive.anomaly.model.clone();
     let clock = ManualClock::starting_at(START);
     let store = MemoryStore::new(Arc::new(clock.clone()), 1_000_000);

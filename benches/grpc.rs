@@ -81,7 +81,6 @@ async fn serve() -> (SocketAddr, SocketAddr) {
     tokio::spawn(ratewarden::grpc::serve(
         grpc,
         engine,
-        metrics,
         std::future::pending(),
     ));
     addrs

@@ -1,14 +1,9 @@
-//! The `ratewarden` binary.
+//! The `ratewarden` binary: parses the command line and runs the command.
 
 use anyhow::Context;
 use clap::Parser;
-use ratewarden::cli::{Cli, Command};
-use ratewarden::daemon::{self, ServeConfig};
-use ratewarden::envoy_config::EnvoyConfig;
-use ratewarden::model::command::{self as train, TrainArgs};
-use ratewarden::policy::Policy;
-use ratewarden::replay::{self, ReplayArgs};
-use ratewarden::simulate::{self, SimulateConfig};
+use ratewarden::cli::{Cli, Command, check_policy};
+use ratewarden::{daemon, model, replay, simulate};
 use std::process::ExitCode;
 
 fn main() -> ExitCode {
@@ -37,136 +32,30 @@ fn main() -> ExitCode {
 
 fn run(cli: Cli) -> anyhow::Result<ExitCode> {
     match cli.command {
-        Command::Serve {
-            policy,
-            listen,
-            grpc_listen,
-            envoy_config,
-            hash_key,
-            admin_token,
-            pin_load_factor,
-        } => {
+        Command::Serve(args) => {
             let runtime = tokio::runtime::Runtime::new().context("starting the async runtime")?;
-            runtime.block_on(daemon::serve(ServeConfig {
-                policy,
-                listen,
-                grpc_listen,
-                envoy_config,
-                hash_key,
-                admin_token,
-                pin_load_factor,
-            }))?;
-            Ok(ExitCode::SUCCESS)
+            runtime.block_on(daemon::serve(args))?;
         }
-        Command::Simulate {
-            out,
-            seed,
-            duration,
-            subjects,
-        } => {
-            let config = SimulateConfig {
-                seed,
-                duration,
-                subjects,
-                ..SimulateConfig::default()
-            };
-            let written = simulate::write_file(&config, &out)
-                .with_context(|| format!("writing {}", out.display()))?;
-            println!(
-                "wrote {written} requests from {subjects} subjects over {duration:?} (seed {seed}) to {}",
-                out.display()
-            );
-            Ok(ExitCode::SUCCESS)
+        Command::Simulate(args) => {
+            let written = simulate::command::run(&args)
+                .with_context(|| format!("writing {}", args.out.display()))?;
+            println!("{written}");
         }
-        Command::Train {
-            data,
-            kind,
-            out,
-            policy,
-            seed,
-            threshold,
-            components,
-        } => {
-            train::run(&TrainArgs {
-                data,
-                kind,
-                out,
-                policy,
-                seed,
-                threshold,
-                components,
-            })?;
-            Ok(ExitCode::SUCCESS)
+        Command::Train(args) => {
+            model::command::run(&args)?;
         }
-        Command::Replay {
-            policy,
-            logs,
-            format,
-            subject,
-            sweep,
-            report,
-            plot,
-            decisions,
-            hash_key,
-        } => {
-            replay::run(&ReplayArgs {
-                policy,
-                logs,
-                format,
-                subject,
-                sweep,
-                report,
-                plot,
-                decisions,
-                hash_key,
-            })?;
-            Ok(ExitCode::SUCCESS)
+        Command::Replay(args) => {
+            replay::run(&args)?;
         }
-        Command::CheckPolicy { file } if file.is_dir() => match EnvoyConfig::load(&file) {
-            Ok(config) => {
-                println!(
-                    "{}: ok ({}, {})",
-                    file.display(),
-                    plural(config.domains.len(), "domain", "domains"),
-                    plural(config.rule_count(), "rate limit", "rate limits")
-                );
-                Ok(ExitCode::SUCCESS)
+        Command::CheckPolicy { file } => {
+            let (lines, valid) = check_policy::check(&file);
+            for line in lines {
+                println!("{line}");
             }
-            Err(errors) => {
-                for line in errors.lines() {
-                    println!("{}: {line}", file.display());
-                }
-                Ok(ExitCode::FAILURE)
+            if !valid {
+                return Ok(ExitCode::FAILURE);
             }
-        },
-        Command::CheckPolicy { file } => match Policy::load(&file) {
-            Ok(policy) => {
-                let envoy = match &policy.envoy {
-                    Some(config) => format!(
-                        ", envoy_config: {}, {}",
-                        plural(config.domains.len(), "domain", "domains"),
-                        plural(config.rule_count(), "rate limit", "rate limits")
-                    ),
-                    None => String::new(),
-                };
-                println!(
-                    "{}: ok ({}, {}{envoy})",
-                    file.display(),
-                    plural(policy.tiers.len(), "tier", "tiers"),
-                    plural(policy.endpoints.len(), "endpoint rule", "endpoint rules")
-                );
-                Ok(ExitCode::SUCCESS)
-            }
-            Err(errors) => {
-                for line in errors.lines() {
-                    println!("{}: {line}", file.display());
-                }
-                Ok(ExitCode::FAILURE)
-            }
-        },
+        }
     }
-}
-
-fn plural(n: usize, one: &str, many: &str) -> String {
-    format!("{n} {}", if n == 1 { one } else { many })
+    Ok(ExitCode::SUCCESS)
 }

@@ -2,7 +2,6 @@
 //!
 //! Labels carry rule and tier names from the policy, never raw user ids, IPs or paths.
 
-use crate::engine::{Decision, Reason};
 use prometheus::{
     Encoder, Gauge, Histogram, HistogramOpts, HistogramVec, IntCounterVec, IntGauge, IntGaugeVec,
     Opts, Registry, TextEncoder,
@@ -25,6 +24,40 @@ impl Api {
             Api::Batch => "batch",
             Api::Auth => "auth",
             Api::Grpc => "grpc",
+        }
+    }
+}
+
+/// What one decision is counted under: plain label values, so this module needs no engine type.
+#[derive(Debug, Clone, Copy)]
+pub struct DecisionLabels<'a> {
+    /// The limit that denied, else the one with the least remaining (`none` without one).
+    pub rule: &'a str,
+    pub tier: &'a str,
+    pub outcome: Outcome,
+    /// Why it was denied (`quota`, `burst`, ...); `None` when allowed.
+    pub reason: Option<&'a str>,
+    /// A burst limit denied while the sustained limit still had room.
+    pub burst: bool,
+    /// The headline limit's name, when 20% or less of it is left after an allowed request.
+    pub near_limit: Option<&'a str>,
+}
+
+/// A decision's `outcome` label.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Outcome {
+    Allowed,
+    Denied,
+    /// Allowed, but a shadow limit (or shadowed anomaly factor) would have denied.
+    ShadowDenied,
+}
+
+impl Outcome {
+    pub fn label(self) -> &'static str {
+        match self {
+            Outcome::Allowed => "allowed",
+            Outcome::Denied => "denied",
+            Outcome::ShadowDenied => "shadow_denied",
         }
     }
 }
@@ -220,33 +253,34 @@ impl Metrics {
     }
 
     /// Counts one decision: outcome, reason, bursts, near-limit.
-    pub fn record_decision(&self, decision: &Decision) {
-        let rule = decision
-            .deciding_limit()
-            .map_or("none", |l| l.name.as_str());
-        let tier = decision.tier_name();
-        let outcome = match (decision.allowed, decision.shadow) {
-            (false, _) => "denied",
-            (true, true) => "shadow_denied",
-            (true, false) => "allowed",
-        };
+    pub fn record_decision(&self, decision: &DecisionLabels<'_>) {
+        let DecisionLabels { rule, tier, .. } = *decision;
         self.decisions
-            .with_label_values(&[rule, tier, outcome])
+            .with_label_values(&[rule, tier, decision.outcome.label()])
             .inc();
         if let Some(reason) = decision.reason {
             self.rejections
-                .with_label_values(&[rule, tier, reason.label()])
+                .with_label_values(&[rule, tier, reason])
                 .inc();
-            if reason == Reason::Burst {
+            if decision.burst {
                 self.bursts.with_label_values(&[rule, tier]).inc();
             }
         }
-        if decision.near_limit {
-            let headline = decision
-                .headline_limit()
-                .map_or("none", |l| l.name.as_str());
+        if let Some(headline) = decision.near_limit {
             self.near_limit.with_label_values(&[headline, tier]).inc();
         }
+    }
+
+    /// Counts one upstream status reported through `/v1/report`, by its class (`4xx`).
+    pub fn record_report(&self, status: u16) {
+        let class = match status {
+            100..=199 => "1xx",
+            200..=299 => "2xx",
+            300..=399 => "3xx",
+            400..=499 => "4xx",
+            _ => "5xx",
+        };
+        self.reports.with_label_values(&[class]).inc();
     }
 
     /// The Prometheus text exposition of every metric.

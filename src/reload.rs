@@ -10,7 +10,8 @@
 use crate::control::ModelSlot;
 use crate::engine::Engine;
 use crate::model::ModelError;
-use crate::policy::{Policy, PolicyErrors};
+use crate::policy::PolicyErrors;
+use crate::rules;
 use notify::{RecursiveMode, Watcher};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -100,13 +101,13 @@ impl Reloader {
     }
 
     fn reload_policy(&self, trigger: &str) -> Result<(), PolicyErrors> {
-        match Policy::load_with_envoy(&self.path, self.envoy_config.as_deref()) {
-            Ok(policy) => {
+        match rules::load(&self.path, self.envoy_config.as_deref()) {
+            Ok(rules) => {
                 self.count("success");
-                if policy.store != self.engine.policy().store {
+                if rules.policy.store != self.engine.policy().store {
                     tracing::warn!("store settings changed; they take effect at the next restart");
                 }
-                self.engine.reload(policy);
+                self.engine.reload(rules);
                 tracing::info!(trigger, path = %self.path.display(), "policy reloaded");
                 Ok(())
             }
@@ -167,7 +168,12 @@ impl Reloader {
             }
             watches.model = model;
         }
-        let envoy = policy.envoy.as_ref().map(|envoy| envoy.dir.clone());
+        let envoy = self
+            .engine
+            .rules()
+            .envoy
+            .as_ref()
+            .map(|envoy| envoy.dir.clone());
         if envoy != watches.envoy {
             watches.envoy_watcher = envoy
                 .as_deref()

@@ -30,7 +30,7 @@ fn bad_fixture(name: &str) -> PathBuf {
 
 fn valid_fixture(name: &str) -> Policy {
     let path = fixtures().join("valid").join(format!("{name}.yaml"));
-    Policy::load(&path).unwrap_or_else(|e| panic!("{}:\n{e}", path.display()))
+    ratewarden::rules::load_policy(&path).unwrap_or_else(|e| panic!("{}:\n{e}", path.display()))
 }
 
 fn example_path() -> PathBuf {
@@ -38,7 +38,8 @@ fn example_path() -> PathBuf {
 }
 
 fn example() -> Policy {
-    Policy::load(&example_path()).unwrap_or_else(|e| panic!("ratewarden.yaml:\n{e}"))
+    ratewarden::rules::load_policy(&example_path())
+        .unwrap_or_else(|e| panic!("ratewarden.yaml:\n{e}"))
 }
 
 fn yaml_names(dir: &Path) -> BTreeSet<String> {
@@ -58,7 +59,7 @@ fn every_bad_fixture_reports_exactly_its_errors() {
     let mut failures = Vec::new();
     for (name, expected) in BAD {
         let path = bad_fixture(name);
-        match Policy::load(&path) {
+        match ratewarden::rules::load_policy(&path) {
             Ok(_) => failures.push(format!("{name}: compiled, expected {expected:#?}")),
             Err(errors) => {
                 if errors.lines() != *expected {
@@ -99,7 +100,7 @@ fn single_failure_fixtures_fail_once_and_many_errors_many_times() {
 
 #[test]
 fn the_spec_example_message_is_produced_verbatim() {
-    let errors = Policy::load(&bad_fixture("zero_requests")).unwrap_err();
+    let errors = ratewarden::rules::load_policy(&bad_fixture("zero_requests")).unwrap_err();
     assert_eq!(errors.0.len(), 1);
     assert_eq!(errors.0[0].path, "tiers.free.limits[1].requests");
     assert_eq!(errors.0[0].message, "must be at least 1");
@@ -111,9 +112,9 @@ fn the_spec_example_message_is_produced_verbatim() {
 
 #[test]
 fn syntax_errors_have_no_path_and_type_errors_name_theirs_once() {
-    let syntax = Policy::load(&bad_fixture("yaml_syntax_error")).unwrap_err();
+    let syntax = ratewarden::rules::load_policy(&bad_fixture("yaml_syntax_error")).unwrap_err();
     assert_eq!(syntax.0[0].path, "");
-    let typed = Policy::load(&bad_fixture("wrong_type_tiers")).unwrap_err();
+    let typed = ratewarden::rules::load_policy(&bad_fixture("wrong_type_tiers")).unwrap_err();
     assert_eq!(typed.0[0].path, "tiers");
     assert!(
         !typed.0[0].message.contains("tiers"),
@@ -128,7 +129,7 @@ fn syntax_errors_have_no_path_and_type_errors_name_theirs_once() {
 
 #[test]
 fn many_errors_names_each_path_in_file_order() {
-    let errors = Policy::load(&bad_fixture("many_errors")).unwrap_err();
+    let errors = ratewarden::rules::load_policy(&bad_fixture("many_errors")).unwrap_err();
     assert_eq!(errors.lines(), MANY_ERRORS);
     let paths: Vec<&str> = errors.0.iter().map(|e| e.path.as_str()).collect();
     assert_eq!(
@@ -164,7 +165,7 @@ adaptive: { load: { high: 1.5, low: 0.9 } }
 #[test]
 fn a_missing_file_is_one_error_without_a_path() {
     let path = fixtures().join("does_not_exist.yaml");
-    let errors = Policy::load(&path).unwrap_err();
+    let errors = ratewarden::rules::load_policy(&path).unwrap_err();
     assert_eq!(errors.0.len(), 1);
     assert_eq!(errors.0[0].path, "");
     assert!(

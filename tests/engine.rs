@@ -55,8 +55,8 @@ async fn denied_request_consumes_nothing_from_any_limit() {
     // Only the 5 admitted requests were counted by the tier: 15 left of the burst of 20.
     let d = check(&engine, req("bob", "/elsewhere")).await;
     assert!(d.allowed);
-    let plan = engine.plan(&req("bob", "/elsewhere"), None).unwrap();
-    let applied = engine.inspect(&plan).await.unwrap();
+    let plan = engine.plan_check(&req("bob", "/elsewhere"), None).unwrap();
+    let applied = engine.dry_run(&plan).await.unwrap();
     let remaining: Vec<u64> = applied.checks.iter().map(|c| c.outcome.remaining).collect();
     // Dry run of one more: hourly 100-6-1, burst 20-6-1, endpoint 50-1-1.
     assert_eq!(remaining, [93, 13, 48]);
@@ -125,8 +125,8 @@ async fn non_adaptive_rules_and_tiers_ignore_the_load_factor() {
         .limits()
         .position(|l| l.name == "hourly")
         .unwrap();
-    let plan = engine.plan(&r_enterprise(), None).unwrap();
-    let applied = engine.inspect(&plan).await.unwrap();
+    let plan = engine.plan_check(&r_enterprise(), None).unwrap();
+    let applied = engine.dry_run(&plan).await.unwrap();
     assert_eq!(applied.checks[hourly].outcome.limit, 500);
     // ...while its default-endpoint limit, a tier-level exemption, is not scaled either.
     assert_eq!(applied.checks[1].outcome.limit, 50);

@@ -2,7 +2,6 @@
 //! `ratewarden check-policy DIR` and through a policy's `envoy_config` (fixtures in
 //! `tests/fixtures/envoy/bad`, one file per failure, named by it).
 
-use ratewarden::envoy_config::EnvoyConfig;
 use ratewarden::policy::Policy;
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -40,7 +39,7 @@ fn check_policy(path: &Path) -> (i32, Vec<String>) {
 
 #[test]
 fn every_error_of_every_file_is_reported_with_its_path() {
-    let errors = EnvoyConfig::load(&fixtures().join("bad")).unwrap_err();
+    let errors = ratewarden::rules::load_envoy_folder(&fixtures().join("bad")).unwrap_err();
     assert_eq!(errors.lines(), BAD);
 }
 
@@ -81,7 +80,7 @@ fn a_policy_reports_its_envoy_config_errors_under_envoy_config() {
 #[test]
 fn a_missing_or_empty_folder_is_an_error() {
     let empty = tempfile::tempdir().unwrap();
-    let errors = EnvoyConfig::load(empty.path()).unwrap_err();
+    let errors = ratewarden::rules::load_envoy_folder(empty.path()).unwrap_err();
     assert_eq!(
         errors.lines(),
         [format!(

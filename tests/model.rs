@@ -26,7 +26,8 @@ fn root() -> PathBuf {
 }
 
 fn example_policy() -> Policy {
-    Policy::load(&root().join("ratewarden.yaml")).expect("the example policy is valid")
+    ratewarden::rules::load_policy(&root().join("ratewarden.yaml"))
+        .expect("the example policy is valid")
 }
 
 fn samples_of(records: &[TrafficRecord]) -> Samples {

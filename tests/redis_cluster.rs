@@ -323,7 +323,7 @@ async fn a_user_and_an_ip_on_two_masters_are_all_or_nothing() {
             );
         }
         let view = engine
-            .inspect(&engine.plan(&login, None).unwrap())
+            .dry_run(&engine.plan_check(&login, None).unwrap())
             .await
             .unwrap();
         assert_eq!(view.checks.len(), 2);
@@ -374,7 +374,7 @@ async fn a_user_and_an_ip_on_two_masters_are_all_or_nothing() {
             assert!(d.retry_after.is_some());
         }
         let view = engine
-            .inspect(&engine.plan(&signup, None).unwrap())
+            .dry_run(&engine.plan_check(&signup, None).unwrap())
             .await
             .unwrap();
         assert!(!view.checks[0].outcome.allowed, "{algorithm}");

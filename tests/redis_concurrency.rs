@@ -141,9 +141,9 @@ async fn two_limits_are_all_or_nothing_across_daemons() {
         // this request, and the endpoint spent.
         let engine = &engines[1];
         let plan = engine
-            .plan(&CheckRequest::new("one subject", "/two"), None)
+            .plan_check(&CheckRequest::new("one subject", "/two"), None)
             .unwrap();
-        let view = engine.inspect(&plan).await.unwrap();
+        let view = engine.dry_run(&plan).await.unwrap();
         assert!(!view.admitted, "{algorithm}");
         assert_eq!(view.checks.len(), 2);
         let (tier_check, endpoint_check) = (view.checks[0].outcome, view.checks[1].outcome);

@@ -1,8 +1,11 @@
 //! `ratewarden serve`: builds the engine from the policy, serves HTTP and gRPC, reloads the
 //! policy, and shuts down both servers gracefully.
 
+mod args;
 pub mod http_server;
 pub mod shutdown;
+
+pub use args::ServeArgs;
 
 use crate::clock::{Clock, SystemClock};
 use crate::control::{ControlLoop, ModelSlot, SystemLoad};
@@ -10,9 +13,10 @@ use crate::engine::{Engine, SubjectHasher};
 use crate::http::{AppState, router};
 use crate::metrics::Metrics;
 use crate::policy::{Policy, PolicyErrors};
+use crate::rules;
 use crate::store::{self, MemoryStore, OpenError};
+use std::future::Future;
 use std::net::SocketAddr;
-use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -21,21 +25,12 @@ pub use crate::reload::Reloader;
 /// How long calls in flight may take to finish once the daemon is told to stop.
 const SHUTDOWN_GRACE: Duration = Duration::from_secs(15);
 
-/// What `serve` needs from the command line and environment.
-#[derive(Debug, Clone)]
-pub struct ServeConfig {
-    pub policy: PathBuf,
-    pub listen: SocketAddr,
-    /// Address of Envoy's rate limit service (gRPC).
-    pub grpc_listen: SocketAddr,
-    /// `--envoy-config`: an envoyproxy/ratelimit folder, in place of the policy's `envoy_config`.
-    pub envoy_config: Option<PathBuf>,
-    /// `RATEWARDEN_HASH_KEY`; a random per-process key when absent.
-    pub hash_key: Option<String>,
-    /// `RATEWARDEN_ADMIN_TOKEN`; the admin API is off when absent.
-    pub admin_token: Option<String>,
-    /// `--pin-load-factor`: no CPU sampling; this load factor instead.
-    pub pin_load_factor: Option<f64>,
+/// The two sockets the daemon serves on, bound by the caller (a test binds port 0).
+pub struct Listeners {
+    /// The HTTP API and `/metrics`.
+    pub http: tokio::net::TcpListener,
+    /// Envoy's rate limit service (gRPC), health and reflection.
+    pub grpc: tokio::net::TcpListener,
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -88,14 +83,29 @@ fn warn_inexact_limits(policy: &Policy) {
     }
 }
 
-/// Runs the daemon until SIGINT or SIGTERM.
-pub async fn serve(config: ServeConfig) -> Result<(), ServeError> {
-    let policy = Policy::load_with_envoy(&config.policy, config.envoy_config.as_deref()).map_err(
-        |errors| ServeError::Policy {
-            path: config.policy.display().to_string(),
+/// Runs the daemon on the addresses `args` names until SIGINT or SIGTERM.
+pub async fn serve(args: ServeArgs) -> Result<(), ServeError> {
+    let listeners = Listeners {
+        http: bind(args.listen)?,
+        grpc: bind(args.grpc_listen)?,
+    };
+    run(listeners, args, shutdown::signal()).await
+}
+
+/// Runs the daemon on `listeners` until `shutdown` resolves, then lets both servers finish the
+/// calls in flight (at most [`SHUTDOWN_GRACE`]).
+pub async fn run(
+    listeners: Listeners,
+    args: ServeArgs,
+    shutdown: impl Future<Output = ()> + Send + 'static,
+) -> Result<(), ServeError> {
+    let rules = rules::load(&args.policy, args.envoy_config.as_deref()).map_err(|errors| {
+        ServeError::Policy {
+            path: args.policy.display().to_string(),
             errors,
-        },
-    )?;
+        }
+    })?;
+    let policy = rules.policy.clone();
     let system_clock = SystemClock::new();
     let clock: Arc<dyn Clock> = Arc::new(system_clock.clone());
     let store = store::open(&policy.store, clock.clone()).await?;
@@ -106,7 +116,7 @@ pub async fn serve(config: ServeConfig) -> Result<(), ServeError> {
     let max_keys = policy.store.max_keys.get();
     let metrics = Arc::new(Metrics::new());
     let model_path = policy.adaptive.anomaly.model.clone();
-    let mut engine = Engine::new(policy, store, hasher_from(config.hash_key.as_deref()))
+    let mut engine = Engine::new(rules, store, hasher_from(args.hash_key.as_deref()))
         .with_metrics(metrics.clone())
         .with_clock(clock.clone());
     if remote {
@@ -119,11 +129,11 @@ pub async fn serve(config: ServeConfig) -> Result<(), ServeError> {
     // until the file appears (the watch below) or a reload loads it.
     let model = Arc::new(ModelSlot::new(metrics.clone()));
     let _ = model.load(model_path.as_deref());
-    let reloader = Reloader::new(config.policy.clone(), engine.clone(), model.clone())
-        .with_envoy_config(config.envoy_config.clone());
+    let reloader = Reloader::new(args.policy.clone(), engine.clone(), model.clone())
+        .with_envoy_config(args.envoy_config.clone());
     reloader.clone().spawn_watch();
     let mut control = ControlLoop::new(engine.clone(), model, Box::new(SystemLoad::new()));
-    if let Some(factor) = config.pin_load_factor {
+    if let Some(factor) = args.pin_load_factor {
         control = control.with_pinned_load_factor(factor);
     }
     tokio::spawn(control.run(std::future::pending()));
@@ -137,22 +147,20 @@ pub async fn serve(config: ServeConfig) -> Result<(), ServeError> {
         }
     });
 
-    let listener = bind(config.listen)?;
-    let grpc_listener = bind(config.grpc_listen)?;
-    let local = listener.local_addr().map_err(ServeError::Serve)?;
-    let grpc = grpc_listener.local_addr().map_err(ServeError::Serve)?;
+    let local = listeners.http.local_addr().map_err(ServeError::Serve)?;
+    let grpc = listeners.grpc.local_addr().map_err(ServeError::Serve)?;
     tracing::info!(%grpc, "grpc rate limit service up");
-    tracing::info!(%local, %grpc, policy = %config.policy.display(), "ratewarden listening");
+    tracing::info!(%local, %grpc, policy = %args.policy.display(), "ratewarden listening");
     let app = router(AppState {
         engine: engine.clone(),
         metrics: metrics.clone(),
-        admin_token: config.admin_token.filter(|t| !t.is_empty()).map(Into::into),
+        admin_token: args.admin_token.filter(|t| !t.is_empty()).map(Into::into),
         reloader: Some(reloader),
     });
     // One signal stops both servers; each then finishes the calls in flight.
     let (stop, stopped) = tokio::sync::watch::channel(false);
     tokio::spawn(async move {
-        shutdown::signal().await;
+        shutdown.await;
         let _ = stop.send(true);
     });
     let when_stopped = move || {
@@ -161,8 +169,8 @@ pub async fn serve(config: ServeConfig) -> Result<(), ServeError> {
             let _ = stopped.wait_for(|s| *s).await;
         }
     };
-    let http = http_server::serve(listener, app, when_stopped());
-    let grpc = crate::grpc::serve(grpc_listener, engine, metrics, when_stopped());
+    let http = http_server::serve(listeners.http, app, when_stopped());
+    let grpc = crate::grpc::serve(listeners.grpc, engine, when_stopped());
     let both = async { tokio::join!(http, grpc).1.map_err(ServeError::Grpc) };
     // A client that never closes its connection must not hold the daemon forever.
     let grace = async {

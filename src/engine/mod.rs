@@ -1,48 +1,53 @@
-//! The decision engine: resolves the policy for a request, scales its limits, and asks the
-//! store to apply them all at once.
+//! The decision engine: the use cases every API adapter calls, and nothing of HTTP, gRPC or
+//! Redis.
 //!
-//! It knows nothing of HTTP, gRPC or Redis: adapters hand it a [`CheckRequest`] and get a
-//! [`Decision`] back; the store is whatever [`Store`] it was built with; the scale factors
-//! are read from [`ScaleFactors`], which the control loop writes.
+//! Each use case ([`Engine::check`], [`Engine::check_batch`], [`Engine::check_descriptors`],
+//! [`Engine::inspect_subject`], [`Engine::report`]) owns the whole sequence: the stored-tier
+//! lookup, planning (tier, endpoint rule, keys), scaling by the factors the control loop
+//! publishes in [`ScaleFactors`], the store round trip, the [`Decision`], its metrics and its
+//! trace in the subject's features. Adapters translate a wire request into one call and the
+//! result back into the wire's answer.
 
+mod accounting;
+mod check;
 mod decision;
-mod descriptor;
+mod descriptors;
+mod envoy_domain;
+mod fallback;
 mod hasher;
+mod inspect;
+mod joint;
+mod native;
 mod plan;
+mod planner;
 mod request;
 mod resolve;
 mod scale;
 mod tiers;
-mod together;
 
 use crate::clock::{Clock, Micros, SystemClock};
 use crate::features::Recorder;
 use crate::metrics::Metrics;
-use crate::policy::{KeyScope, OnError, Policy};
-use crate::store::{Applied, Backend, KeyHash, MemoryStore, Request, Store, StoreError};
+use crate::policy::Policy;
+use crate::rules::Rules;
+use crate::store::{Backend, MemoryStore, Store, StoreError};
 use arc_swap::ArcSwap;
 use std::sync::Arc;
 
+pub use check::BatchError;
 pub use decision::{Decision, Reason};
-pub use descriptor::{Described, DescriptorRequest, LimitOverride};
+pub use descriptors::{DescriptorOutcome, DescriptorsDecision, InvalidDescriptor};
+pub use envoy_domain::{DescriptorRequest, LimitOverride};
 pub use hasher::SubjectHasher;
-pub use plan::{Activity, Plan};
+pub use inspect::{InspectError, LimitUsage, SubjectInspection, SubjectQuery, TierSource};
+pub use plan::{FeatureTrace, Plan};
 pub use request::{CheckError, CheckRequest, Cost, MAX_COST, path_of};
 pub use resolve::{DescriptorLimit, Resolved};
 pub use scale::{ScaleFactors, Standing, Thresholds};
-pub use tiers::TierCache;
-pub use together::Together;
-
-/// A batch item the policy cannot decide, with its position.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("requests[{index}]: {error}")]
-pub struct BatchError {
-    pub index: usize,
-    pub error: CheckError,
-}
+pub use tiers::{SetTierError, TierCache};
 
 pub struct Engine<S = Backend> {
-    policy: ArcSwap<Policy>,
+    rules: ArcSwap<Rules>,
     store: S,
     /// The per-instance limiter for `on_error: local` (absent when the store is local already).
     fallback: Option<MemoryStore>,
@@ -61,11 +66,13 @@ pub struct Engine<S = Backend> {
 pub const TRACKED_SUBJECTS: usize = 1_000_000;
 
 impl<S: Store> Engine<S> {
-    pub fn new(policy: Policy, store: S, hasher: SubjectHasher) -> Self {
-        let scale = Arc::new(ScaleFactors::new(Thresholds::from_policy(&policy)));
+    /// An engine over `rules` (a [`Policy`] alone, or with its envoy configuration).
+    pub fn new(rules: impl Into<Rules>, store: S, hasher: SubjectHasher) -> Self {
+        let rules = rules.into();
+        let scale = Arc::new(ScaleFactors::new(Thresholds::from_policy(&rules.policy)));
         let metrics = Arc::new(Metrics::new());
         Self {
-            policy: ArcSwap::from_pointee(policy),
+            rules: ArcSwap::from_pointee(rules),
             fallback: None,
             hasher,
             scale,
@@ -86,21 +93,6 @@ impl<S: Store> Engine<S> {
         self
     }
 
-    pub fn recorder(&self) -> &Arc<Recorder> {
-        &self.recorder
-    }
-
-    pub fn now(&self) -> Micros {
-        self.clock.now()
-    }
-
-    /// Records an upstream's status for a user (the error-rate feature).
-    pub fn report(&self, user: &str, status: u16) {
-        let subject = self.hasher.user(user);
-        self.recorder
-            .record_status(subject, self.clock.now(), status);
-    }
-
     /// Uses `metrics` (the daemon's one registry) instead of a private one.
     pub fn with_metrics(mut self, metrics: Arc<Metrics>) -> Self {
         self.tiers = TierCache::new(metrics.clone());
@@ -117,16 +109,30 @@ impl<S: Store> Engine<S> {
         self
     }
 
-    pub fn policy(&self) -> Arc<Policy> {
-        self.policy.load_full()
+    pub fn recorder(&self) -> &Arc<Recorder> {
+        &self.recorder
     }
 
-    /// Swaps in a new policy. Usage stays with limits that keep their names, and the live
+    pub fn now(&self) -> Micros {
+        self.clock.now()
+    }
+
+    pub fn policy(&self) -> Arc<Policy> {
+        self.rules.load().policy.clone()
+    }
+
+    pub fn rules(&self) -> Arc<Rules> {
+        self.rules.load_full()
+    }
+
+    /// Swaps in new rules. Usage stays with limits that keep their names, and the live
     /// thresholds reset to the file's values (the file is the source of truth).
-    pub fn reload(&self, policy: Policy) {
+    pub fn reload(&self, rules: impl Into<Rules>) {
+        let rules = rules.into();
         let _writes = self.scale.lock_writes();
-        self.scale.set_thresholds(Thresholds::from_policy(&policy));
-        self.policy.store(Arc::new(policy));
+        self.scale
+            .set_thresholds(Thresholds::from_policy(&rules.policy));
+        self.rules.store(Arc::new(rules));
     }
 
     pub fn scale_factors(&self) -> &Arc<ScaleFactors> {
@@ -145,299 +151,16 @@ impl<S: Store> Engine<S> {
         &self.metrics
     }
 
-    /// The tier stored for a user, through the local cache; `None` when none is stored or the
-    /// store cannot say (the default tier applies then).
-    pub async fn stored_tier(&self, user: &str) -> Option<Arc<str>> {
-        if !self.store.has_tiers() {
-            return None;
-        }
+    /// Whether the store answers (readiness).
+    pub async fn ready(&self) -> Result<(), StoreError> {
+        self.store.ping().await
+    }
+
+    /// Records an upstream's status for a user (the error-rate feature), and counts it.
+    pub fn report(&self, user: &str, status: u16) {
+        self.metrics.record_report(status);
         let subject = self.hasher.user(user);
-        self.tiers.get(subject, || self.store.tier(subject)).await
+        self.recorder
+            .record_status(subject, self.clock.now(), status);
     }
-
-    /// The stored tiers of a batch's users (those without a `tier`), in one lookup.
-    async fn stored_tiers(&self, requests: &[CheckRequest<'_>]) -> Vec<Option<Arc<str>>> {
-        if !self.store.has_tiers() {
-            return vec![None; requests.len()];
-        }
-        let asking: Vec<usize> = (0..requests.len())
-            .filter(|&i| requests[i].tier.is_none())
-            .collect();
-        let subjects: Vec<KeyHash> = asking
-            .iter()
-            .map(|&i| self.hasher.user(requests[i].user))
-            .collect();
-        let found = self
-            .tiers
-            .get_many(&subjects, |missing| async move {
-                self.store.tiers(&missing).await
-            })
-            .await;
-        let mut stored = vec![None; requests.len()];
-        for (i, tier) in asking.into_iter().zip(found) {
-            stored[i] = tier;
-        }
-        stored
-    }
-
-    /// Stores (or removes) a user's tier; the local cache forgets it at once.
-    pub async fn set_stored_tier(
-        &self,
-        user: &str,
-        tier: Option<&str>,
-    ) -> Result<KeyHash, SetTierError> {
-        if let Some(name) = tier {
-            if self.policy().tier_index(name).is_none() {
-                return Err(SetTierError::UnknownTier(name.to_owned()));
-            }
-        }
-        let subject = self.hasher.user(user);
-        self.store.set_tier(subject, tier).await?;
-        self.tiers.forget(subject).await;
-        Ok(subject)
-    }
-
-    /// Resolves tier, rule, keys and scales for a request. A tier named by the request must
-    /// exist; a stored tier the policy no longer has falls back to the default tier.
-    pub fn plan(
-        &self,
-        request: &CheckRequest<'_>,
-        stored_tier: Option<&str>,
-    ) -> Result<Plan, CheckError> {
-        self.plan_with(request, stored_tier, |policy, tier| {
-            Resolved::new(policy, tier, request.endpoint)
-        })
-    }
-
-    /// Like [`Engine::plan`], but with the limits of `default_endpoint` whatever
-    /// `request.endpoint` would match (the admin view of a subject without an endpoint).
-    pub fn plan_default_endpoint(
-        &self,
-        request: &CheckRequest<'_>,
-        stored_tier: Option<&str>,
-    ) -> Result<Plan, CheckError> {
-        self.plan_with(request, stored_tier, Resolved::default_endpoint)
-    }
-
-    fn plan_with(
-        &self,
-        request: &CheckRequest<'_>,
-        stored_tier: Option<&str>,
-        resolve: impl FnOnce(Arc<Policy>, usize) -> Resolved,
-    ) -> Result<Plan, CheckError> {
-        let policy = self.policy.load_full();
-        let tier = match request.tier {
-            Some(name) => policy
-                .tier_index(name)
-                .ok_or_else(|| CheckError::UnknownTier(name.to_owned()))?,
-            None => stored_tier
-                .and_then(|name| policy.tier_index(name))
-                .unwrap_or(policy.default_tier),
-        };
-        let resolved = resolve(policy, tier);
-        let rule = resolved.rule();
-        let ip = match (rule.key, request.ip) {
-            (KeyScope::Ip, Some(ip)) => Some(self.hasher.ip(ip)),
-            (KeyScope::Ip, None) if !rule.limits.is_empty() => {
-                return Err(CheckError::MissingIp {
-                    rule: rule.path_in_file.clone(),
-                    path: rule.pattern.display(),
-                });
-            }
-            _ => None,
-        };
-        let user = self.hasher.user(request.user);
-        let activity = Activity {
-            endpoint: self.hasher.feature(b'e', request.endpoint.as_bytes()),
-            ip: request.ip.map(|ip| self.hasher.feature_ip(ip)),
-        };
-        Ok(self.scaled_plan(resolved, user, ip, Some(user), request.cost, Some(activity)))
-    }
-
-    /// A plan counting under `key`, scaled by the load factor and by the anomaly standing of
-    /// `subject` (none for a request without one).
-    fn scaled_plan(
-        &self,
-        resolved: Resolved,
-        key: KeyHash,
-        ip: Option<KeyHash>,
-        subject: Option<KeyHash>,
-        cost: Cost,
-        activity: Option<Activity>,
-    ) -> Plan {
-        let standing = subject.and_then(|s| self.scale.standing(s));
-        let thresholds = self.scale.thresholds();
-        let flagged =
-            standing.is_some_and(|s| s.flagged(thresholds.anomaly_threshold, self.clock.now()));
-        Plan {
-            resolved,
-            user: key,
-            ip,
-            cost: cost.get(),
-            load_factor: thresholds
-                .load_factor_override
-                .unwrap_or_else(|| self.scale.measured_load_factor()),
-            anomaly_factor: if flagged {
-                thresholds.anomaly_factor
-            } else {
-                1.0
-            },
-            anomaly_enforced: !thresholds.anomaly_shadow,
-            abuse_score: standing.map(|s| s.abuse_score),
-            flagged,
-            activity,
-        }
-    }
-
-    /// Decides one request, consuming its cost when it is allowed.
-    pub async fn check(&self, request: &CheckRequest<'_>) -> Result<Decision, CheckError> {
-        let stored = match request.tier {
-            Some(_) => None,
-            None => self.stored_tier(request.user).await,
-        };
-        let plan = self.plan(request, stored.as_deref())?;
-        Ok(self.decide(plan).await)
-    }
-
-    /// Decides a planned request.
-    pub async fn decide(&self, plan: Plan) -> Decision {
-        let started = quanta::Instant::now();
-        let result = self.store.apply(&plan.store_request(false)).await;
-        self.observe_store(started);
-        self.conclude(plan, result)
-    }
-
-    /// Decides requests in order, each as if sent alone, in one store round trip.
-    pub async fn check_batch(
-        &self,
-        requests: &[CheckRequest<'_>],
-    ) -> Result<Vec<Decision>, BatchError> {
-        let stored = self.stored_tiers(requests).await;
-        let mut plans = Vec::with_capacity(requests.len());
-        for (index, (request, stored)) in requests.iter().zip(&stored).enumerate() {
-            plans.push(
-                self.plan(request, stored.as_deref())
-                    .map_err(|error| BatchError { index, error })?,
-            );
-        }
-        Ok(self.decide_batch(plans).await)
-    }
-
-    pub async fn decide_batch(&self, plans: Vec<Plan>) -> Vec<Decision> {
-        let requests: Vec<_> = plans.iter().map(|p| p.store_request(false)).collect();
-        let started = quanta::Instant::now();
-        let results = self.store.apply_batch(&requests).await;
-        self.observe_store(started);
-        drop(requests);
-        plans
-            .into_iter()
-            .zip(results)
-            .map(|(plan, result)| self.conclude(plan, result))
-            .collect()
-    }
-
-    /// Evaluates a request without consuming anything (the admin view of a subject).
-    pub async fn inspect(&self, plan: &Plan) -> Result<Applied, StoreError> {
-        self.store.apply(&plan.store_request(true)).await
-    }
-
-    fn observe_store(&self, started: quanta::Instant) {
-        self.store_latency.observe(started.elapsed().as_secs_f64());
-    }
-
-    fn conclude(&self, plan: Plan, result: Result<Applied, StoreError>) -> Decision {
-        let trace = plan.activity.map(|a| (plan.user, a));
-        let decision = match result {
-            Ok(applied) => Decision::from_applied(plan, &applied),
-            Err(error) => self.on_store_error(plan, &error),
-        };
-        self.record(trace, &decision);
-        decision
-    }
-
-    /// Adds a decision to its subject's features. `denied_ratio` is the policy's own verdict on
-    /// the subject, as in the model's training data: a denial while the store failed, or one
-    /// only the load or anomaly scaling caused, is not counted (else a flag would feed itself).
-    fn record(&self, trace: Option<(KeyHash, Activity)>, decision: &Decision) {
-        if let Some((subject, activity)) = trace {
-            let denied = !decision.allowed
-                && !decision.degraded
-                && matches!(decision.reason, Some(Reason::Quota | Reason::Burst));
-            self.recorder.record_request(
-                subject,
-                self.clock.now(),
-                activity.endpoint,
-                activity.ip,
-                denied,
-            );
-        }
-    }
-
-    fn on_store_error(&self, plan: Plan, error: &StoreError) -> Decision {
-        let outcome = {
-            let request = plan.store_request(false);
-            self.fall_back(&request, error, plan.resolved.policy.store.on_error)
-        };
-        let mut decision = match outcome {
-            Ok(applied) => Decision::from_applied(plan, &applied),
-            Err(on_error) => Self::without_store(plan, on_error),
-        };
-        decision.degraded = true;
-        decision
-    }
-
-    /// While the store fails: the per-instance limiter's answer to `request` under
-    /// `on_error: local`, else the `on_error` to apply without one (a full embedded store
-    /// denies). Counted in `store_errors_total` by what was done.
-    fn fall_back(
-        &self,
-        request: &Request<'_>,
-        error: &StoreError,
-        configured: OnError,
-    ) -> Result<Applied, OnError> {
-        tracing::debug!(%error, "store failed; deciding per store.on_error");
-        let on_error = match error {
-            StoreError::Full => OnError::Deny,
-            _ => configured,
-        };
-        let local = match (&self.fallback, on_error) {
-            (Some(fallback), OnError::Local) => fallback.apply_now(request).ok(),
-            _ => None,
-        };
-        let action = match (&local, on_error) {
-            (Some(_), _) => "local",
-            (None, OnError::Allow) => "allowed",
-            (None, _) => "denied",
-        };
-        self.metrics
-            .store_errors
-            .with_label_values(&[self.store.kind().label(), action])
-            .inc();
-        local.ok_or(on_error)
-    }
-
-    /// `on_error` when no per-instance limiter answers: allowed with no limit, or denied.
-    fn without_store(plan: Plan, on_error: OnError) -> Decision {
-        let empty = Applied {
-            admitted: true,
-            checks: Default::default(),
-        };
-        let mut d = Decision::from_applied(plan, &empty);
-        if on_error != OnError::Allow {
-            d.allowed = false;
-            d.retry_after = None;
-            d.reason = Some(Reason::StoreUnavailable);
-        }
-        d.degraded = true;
-        d
-    }
-}
-
-/// Why a tier could not be stored.
-#[derive(Debug, thiserror::Error)]
-pub enum SetTierError {
-    #[error("unknown tier \"{0}\"")]
-    UnknownTier(String),
-    #[error(transparent)]
-    Store(#[from] StoreError),
 }

@@ -21,14 +21,14 @@ pub struct Plan {
     pub abuse_score: Option<f64>,
     /// Flagged by the last control cycle's score under the live threshold, or held.
     pub flagged: bool,
-    /// What the decision records for the subject's features (`user`'s activity: keyed hashes
+    /// What the decision records in the subject's features (`user`'s activity: keyed hashes
     /// of the endpoint and address); `None` for counters that are not a subject (envoy config).
-    pub activity: Option<Activity>,
+    pub trace: Option<FeatureTrace>,
 }
 
 /// A decision's trace in its subject's features.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Activity {
+pub struct FeatureTrace {
     pub endpoint: u64,
     pub ip: Option<u64>,
 }

@@ -1,7 +1,9 @@
-//! The local cache in front of the tier store, so a remote store is not asked on every request.
+//! Stored tiers: the tier store's use cases, and the local cache in front of it so a remote
+//! store is not asked on every request.
 
+use super::{CheckRequest, Engine};
 use crate::metrics::Metrics;
-use crate::store::{KeyHash, StoreError};
+use crate::store::{KeyHash, Store, StoreError};
 use moka::future::Cache;
 use std::future::Future;
 use std::sync::Arc;
@@ -111,4 +113,78 @@ impl TierCache {
     pub async fn forget(&self, subject: KeyHash) {
         self.cache.invalidate(&subject).await;
     }
+}
+
+impl<S: Store> Engine<S> {
+    /// The tier stored for a user, through the local cache; `None` when none is stored or the
+    /// store cannot say (the default tier applies then).
+    pub async fn stored_tier(&self, user: &str) -> Option<Arc<str>> {
+        if !self.store.has_tiers() {
+            return None;
+        }
+        let subject = self.hasher.user(user);
+        self.tiers.get(subject, || self.store.tier(subject)).await
+    }
+
+    /// The tier stored for a request that names none (a named tier needs no lookup).
+    pub(super) async fn stored_tier_of(&self, request: &CheckRequest<'_>) -> Option<Arc<str>> {
+        match request.tier {
+            Some(_) => None,
+            None => self.stored_tier(request.user).await,
+        }
+    }
+
+    /// The stored tiers of a batch's users (those without a `tier`), in one lookup.
+    pub(super) async fn stored_tiers(
+        &self,
+        requests: &[CheckRequest<'_>],
+    ) -> Vec<Option<Arc<str>>> {
+        if !self.store.has_tiers() {
+            return vec![None; requests.len()];
+        }
+        let asking: Vec<usize> = (0..requests.len())
+            .filter(|&i| requests[i].tier.is_none())
+            .collect();
+        let subjects: Vec<KeyHash> = asking
+            .iter()
+            .map(|&i| self.hasher.user(requests[i].user))
+            .collect();
+        let found = self
+            .tiers
+            .get_many(&subjects, |missing| async move {
+                self.store.tiers(&missing).await
+            })
+            .await;
+        let mut stored = vec![None; requests.len()];
+        for (i, tier) in asking.into_iter().zip(found) {
+            stored[i] = tier;
+        }
+        stored
+    }
+
+    /// Stores (or removes) a user's tier; the local cache forgets it at once.
+    pub async fn set_stored_tier(
+        &self,
+        user: &str,
+        tier: Option<&str>,
+    ) -> Result<KeyHash, SetTierError> {
+        if let Some(name) = tier {
+            if self.policy().tier_index(name).is_none() {
+                return Err(SetTierError::UnknownTier(name.to_owned()));
+            }
+        }
+        let subject = self.hasher.user(user);
+        self.store.set_tier(subject, tier).await?;
+        self.tiers.forget(subject).await;
+        Ok(subject)
+    }
+}
+
+/// Why a tier could not be stored.
+#[derive(Debug, thiserror::Error)]
+pub enum SetTierError {
+    #[error("unknown tier \"{0}\"")]
+    UnknownTier(String),
+    #[error(transparent)]
+    Store(#[from] StoreError),
 }

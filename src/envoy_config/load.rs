@@ -1,4 +1,4 @@
-//! Reading a configuration folder: every `*.yaml` and `*.yml` file, one domain each.
+//! Compiling a configuration folder's files: one domain each, every domain named once.
 
 use super::{Domain, EnvoyConfig, EnvoyConfigError, EnvoyConfigErrors, compile::compile};
 use std::collections::HashMap;
@@ -6,7 +6,7 @@ use std::path::Path;
 
 impl Domain {
     /// Compiles one file's text; `file` names it in errors and limit labels. What
-    /// [`EnvoyConfig::load`] does for each file of a folder (the fuzz target's entry point).
+    /// [`EnvoyConfig::compile`] does for each file of a folder (the fuzz target's entry point).
     pub fn from_yaml(text: &str, file: &str) -> Result<Domain, EnvoyConfigErrors> {
         compile(text, file).map_err(|found| {
             EnvoyConfigErrors(
@@ -25,44 +25,16 @@ impl Domain {
 }
 
 impl EnvoyConfig {
-    /// Reads and compiles every YAML file of `dir` (not its subfolders), in name order.
-    pub fn load(dir: &Path) -> Result<EnvoyConfig, EnvoyConfigErrors> {
-        let folder_error = |message: String| {
-            EnvoyConfigErrors(vec![EnvoyConfigError {
-                file: dir.display().to_string(),
-                path: String::new(),
-                message,
-            }])
-        };
-        let entries = std::fs::read_dir(dir)
-            .map_err(|e| folder_error(format!("cannot read the folder: {e}")))?;
-        let mut files: Vec<String> = entries
-            .flatten()
-            .filter(|entry| entry.path().is_file())
-            .filter_map(|entry| entry.file_name().into_string().ok())
-            .filter(|name| name.ends_with(".yaml") || name.ends_with(".yml"))
-            .collect();
-        files.sort();
-        if files.is_empty() {
-            return Err(folder_error(
-                "holds no .yaml file (one per rate limit domain)".to_owned(),
-            ));
-        }
+    /// Compiles the files of one folder, given as (file name, text) in name order (what
+    /// the daemon read from it); `dir` names the folder in the result. Reads no file.
+    pub fn compile(
+        dir: &Path,
+        files: Vec<(String, String)>,
+    ) -> Result<EnvoyConfig, EnvoyConfigErrors> {
         let mut errors = Vec::new();
         let mut domains = HashMap::new();
         let mut defined_in: HashMap<String, String> = HashMap::new();
-        for file in files {
-            let text = match std::fs::read_to_string(dir.join(&file)) {
-                Ok(text) => text,
-                Err(e) => {
-                    errors.push(EnvoyConfigError {
-                        file,
-                        path: String::new(),
-                        message: format!("cannot read: {e}"),
-                    });
-                    continue;
-                }
-            };
+        for (file, text) in files {
             match Domain::from_yaml(&text, &file) {
                 Ok(domain) => {
                     if let Some(earlier) = defined_in.get(&*domain.name) {

@@ -6,7 +6,6 @@
 
 use super::SERVICE_NAME;
 use crate::engine::Engine;
-use crate::store::Store;
 use std::sync::Arc;
 use std::time::Duration;
 use tonic_health::ServingStatus;
@@ -16,7 +15,7 @@ const PERIOD: Duration = Duration::from_secs(1);
 
 /// Pings the store once and publishes the result.
 pub async fn check_once(engine: &Engine, reporter: &HealthReporter) {
-    let status = match engine.store().ping().await {
+    let status = match engine.ready().await {
         Ok(()) => ServingStatus::Serving,
         Err(_) => ServingStatus::NotServing,
     };

@@ -1,18 +1,16 @@
-//! The gRPC adapter (tonic): Envoy's rate limit service (`ShouldRateLimit`, envoy.md), gRPC
+//! The gRPC adapter (tonic): Envoy's rate limit service (`ShouldRateLimit`), gRPC
 //! health and server reflection, on `--grpc-listen`.
 //!
-//! It only translates: descriptors in, check requests or descriptor requests to the engine,
-//! decisions back as statuses and headers. Types come from the `envoy-types` crate; the
+//! It only translates: descriptors in to the engine, its decision back as statuses and
+//! headers. Types come from the `envoy-types` crate; the
 //! descriptors that reflection serves are cut by `build.rs` from the set that crate ships, so
 //! they always describe exactly the types compiled in.
 
 mod health;
-mod native;
 mod response;
 mod service;
 
 use crate::engine::Engine;
-use crate::metrics::Metrics;
 use envoy_types::pb::envoy::service::ratelimit::v3::rate_limit_service_server::RateLimitServiceServer;
 use std::future::Future;
 use std::sync::Arc;
@@ -41,7 +39,6 @@ pub enum GrpcError {
 pub async fn serve(
     listener: TcpListener,
     engine: Arc<Engine>,
-    metrics: Arc<Metrics>,
     shutdown: impl Future<Output = ()> + Send,
 ) -> Result<(), GrpcError> {
     let (reporter, health) = tonic_health::server::health_reporter();
@@ -56,9 +53,7 @@ pub async fn serve(
         .register_encoded_file_descriptor_set(tonic_health::pb::FILE_DESCRIPTOR_SET)
         .build_v1alpha()?;
     let served = tonic::transport::Server::builder()
-        .add_service(RateLimitServiceServer::new(RateLimitGrpc::new(
-            engine, metrics,
-        )))
+        .add_service(RateLimitServiceServer::new(RateLimitGrpc::new(engine)))
         .add_service(health)
         .add_service(reflection_v1)
         .add_service(reflection_v1alpha)

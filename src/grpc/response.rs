@@ -1,33 +1,44 @@
 //! Decisions back as `rls.proto` wants them: one status per descriptor, the overall code, and
 //! the same rate limit headers as the HTTP API in `response_headers_to_add`.
 
-use crate::engine::Decision;
+use crate::engine::{DescriptorOutcome, DescriptorsDecision};
 use crate::envoy_config::Unit;
-use crate::http::headers;
-use axum::http::HeaderMap;
+use crate::ratelimit_headers;
 use envoy_types::pb::envoy::config::core::v3::HeaderValue;
+use envoy_types::pb::envoy::service::ratelimit::v3::RateLimitResponse;
 use envoy_types::pb::envoy::service::ratelimit::v3::rate_limit_response::{
     Code, DescriptorStatus, RateLimit, rate_limit::Unit as WireUnit,
 };
 use envoy_types::pb::google::protobuf::Duration as WireDuration;
 
-/// What one descriptor came to.
-#[derive(Debug)]
-pub enum Answer {
-    Decided(Box<Decision>),
-    /// `unlimited: true`: passes, with no limit (remaining is `u32::MAX`, as in
-    /// envoyproxy/ratelimit).
-    Unlimited,
-    /// Matched nothing, named no subject, or was replaced: passes with no limit.
-    NoLimit,
-    /// A limit of 0 requests: over limit, always.
-    Blocked {
-        name: String,
-        unit: Unit,
-    },
+/// The response to a call the engine decided.
+pub fn of(decision: &DescriptorsDecision) -> RateLimitResponse {
+    RateLimitResponse {
+        overall_code: if decision.admitted {
+            Code::Ok
+        } else {
+            Code::OverLimit
+        } as i32,
+        statuses: decision.outcomes.iter().map(status).collect(),
+        response_headers_to_add: decision
+            .headline
+            .as_ref()
+            .map(|d| {
+                ratelimit_headers::render(d)
+                    .into_iter()
+                    .map(|(name, value)| HeaderValue {
+                        key: name.to_owned(),
+                        value,
+                        ..Default::default()
+                    })
+                    .collect()
+            })
+            .unwrap_or_default(),
+        ..Default::default()
+    }
 }
 
-pub fn wire_unit(unit: Unit) -> WireUnit {
+fn wire_unit(unit: Unit) -> WireUnit {
     match unit {
         Unit::Second => WireUnit::Second,
         Unit::Minute => WireUnit::Minute,
@@ -40,16 +51,17 @@ pub fn wire_unit(unit: Unit) -> WireUnit {
 }
 
 /// The status of one descriptor.
-pub fn status(answer: &Answer) -> DescriptorStatus {
+fn status(outcome: &DescriptorOutcome) -> DescriptorStatus {
     let ok = |remaining: u32| DescriptorStatus {
         code: Code::Ok as i32,
         limit_remaining: remaining,
         ..Default::default()
     };
-    let d = match answer {
-        Answer::Unlimited => return ok(u32::MAX),
-        Answer::NoLimit => return ok(0),
-        Answer::Blocked { name, unit } => {
+    let d = match outcome {
+        // remaining is `u32::MAX` for `unlimited: true`, as in envoyproxy/ratelimit.
+        DescriptorOutcome::Unlimited => return ok(u32::MAX),
+        DescriptorOutcome::NoLimit => return ok(0),
+        DescriptorOutcome::Blocked { name, unit } => {
             return DescriptorStatus {
                 code: Code::OverLimit as i32,
                 current_limit: Some(RateLimit {
@@ -60,7 +72,7 @@ pub fn status(answer: &Answer) -> DescriptorStatus {
                 ..Default::default()
             };
         }
-        Answer::Decided(d) => d,
+        DescriptorOutcome::Decided(d) => d,
     };
     let code = if d.allowed { Code::Ok } else { Code::OverLimit };
     // Shadow limits and a store that failed open show no limit, as on HTTP.
@@ -92,45 +104,4 @@ fn duration(micros: u64) -> WireDuration {
         // Below 10^9: fits.
         nanos: ((micros % 1_000_000) * 1_000) as i32,
     }
-}
-
-/// The headers HTTP would send for these decisions taken as one request: those of the limit
-/// with the least remaining quota (ties: the shorter window), and `Retry-After` when denied
-/// (none when `blocked`: a limit of 0 never lets the request pass).
-pub fn headers(decisions: &[&Decision], admitted: bool, blocked: bool) -> Vec<HeaderValue> {
-    let window = |d: &Decision| d.headline_limit().map_or(0, |l| l.window_micros());
-    let Some(head) = decisions
-        .iter()
-        .filter(|d| d.limit.is_some())
-        .min_by_key(|d| (d.remaining, window(d)))
-        .or(decisions.iter().find(|d| !d.allowed))
-        .or(decisions.first())
-    else {
-        return Vec::new();
-    };
-    let mut shown = (*head).clone();
-    shown.allowed = admitted;
-    shown.retry_after = if admitted {
-        Some(0)
-    } else if blocked {
-        None
-    } else {
-        // The time the whole request could pass: the latest of its denials.
-        decisions
-            .iter()
-            .filter(|d| !d.allowed)
-            .map(|d| d.retry_after)
-            .try_fold(0, |acc, r| r.map(|r| acc.max(r)))
-    };
-    let mut map = HeaderMap::new();
-    headers::add(&shown, &mut map);
-    map.iter()
-        .filter_map(|(name, value)| {
-            Some(HeaderValue {
-                key: name.as_str().to_owned(),
-                value: value.to_str().ok()?.to_owned(),
-                ..Default::default()
-            })
-        })
-        .collect()
 }

@@ -34,7 +34,6 @@ const FORWARDED_URI: &str = "X-Forwarded-Uri";
     )
 )]
 pub async fn auth(State(state): State<AppState>, request: Request) -> Result<Response, Problem> {
-    let started = quanta::Instant::now();
     let peer = request
         .extensions()
         .get::<ConnectInfo<SocketAddr>>()
@@ -95,13 +94,15 @@ pub async fn auth(State(state): State<AppState>, request: Request) -> Result<Res
         ip,
         cost: Cost::ONE,
     };
-    let decision = state.engine.check(&check).await.map_err(|e| match e {
-        // The tier came from a header here, not from a JSON field.
-        CheckError::UnknownTier(_) => Problem::bad_request(format!("header X-Tier: {e}")),
-        _ => undecidable(&e, ""),
-    })?;
-    state.metrics.observe_decision(Api::Auth, started.elapsed());
-    state.metrics.record_decision(&decision);
+    let decision = state
+        .engine
+        .check_via(Api::Auth, &check)
+        .await
+        .map_err(|e| match e {
+            // The tier came from a header here, not from a JSON field.
+            CheckError::UnknownTier(_) => Problem::bad_request(format!("header X-Tier: {e}")),
+            _ => undecidable(&e, ""),
+        })?;
     Ok(decision::auth_response(&decision))
 }
 

@@ -5,7 +5,6 @@ use super::body::JsonBody;
 use super::decision::{self, DecisionBody};
 use super::problem::Problem;
 use crate::engine::{CheckError, CheckRequest, Cost, MAX_COST};
-use crate::metrics::Api;
 use axum::Json;
 use axum::extract::State;
 use axum::response::Response;
@@ -131,15 +130,12 @@ pub async fn check(
     State(state): State<AppState>,
     JsonBody(body): JsonBody<CheckBody>,
 ) -> Result<Response, Problem> {
-    let started = quanta::Instant::now();
     let valid = body.validate("")?;
     let decision = state
         .engine
         .check(&valid.request())
         .await
         .map_err(|e| undecidable(&e, ""))?;
-    state.metrics.observe_decision(Api::Http, started.elapsed());
-    state.metrics.record_decision(&decision);
     Ok(decision::check_response(&decision))
 }
 
@@ -173,7 +169,6 @@ pub async fn batch(
     State(state): State<AppState>,
     JsonBody(body): JsonBody<BatchBody>,
 ) -> Result<Json<BatchResults>, Problem> {
-    let started = quanta::Instant::now();
     let items = body
         .requests
         .ok_or_else(|| Problem::bad_request("field `requests` is required"))?;
@@ -194,12 +189,6 @@ pub async fn batch(
         .check_batch(&requests)
         .await
         .map_err(|e| undecidable(&e.error, &format!("requests[{}].", e.index)))?;
-    state
-        .metrics
-        .observe_decision(Api::Batch, started.elapsed());
-    for d in &decisions {
-        state.metrics.record_decision(d);
-    }
     Ok(Json(BatchResults {
         results: decisions.iter().map(DecisionBody::from).collect(),
     }))

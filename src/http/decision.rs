@@ -1,10 +1,10 @@
 //! A decision as the API shows it: the JSON body, the status, the problem members of a denial.
 
-use super::headers;
 use super::problem::{self, Problem};
 use crate::engine::{Decision, Reason};
+use crate::ratelimit_headers::{self, ceil_secs};
 use axum::Json;
-use axum::http::{HeaderValue, StatusCode, header};
+use axum::http::{HeaderMap, HeaderName, HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use serde::Serialize;
 use utoipa::ToSchema;
@@ -84,7 +84,7 @@ fn explain(d: &Decision) -> String {
     let denying = d.violated.first().and_then(|&i| d.limit_at(i));
     let name = denying.map_or("", |l| l.name.as_str());
     let wait = match d.retry_after {
-        Some(r) => format!("; retry in {} s", headers::ceil_secs(r)),
+        Some(r) => format!("; retry in {} s", ceil_secs(r)),
         None => String::new(),
     };
     match (d.reason, denying) {
@@ -107,7 +107,7 @@ fn explain(d: &Decision) -> String {
         (_, Some(l)) => format!(
             "limit \"{name}\" allows {} per {} s{wait}",
             d.limit.unwrap_or(0),
-            headers::ceil_secs(l.window_micros()).max(1)
+            ceil_secs(l.window_micros()).max(1)
         ),
         _ => format!("denied{wait}"),
     }
@@ -130,7 +130,7 @@ pub fn check_response(d: &Decision) -> Response {
         );
         r
     };
-    headers::add(d, response.headers_mut());
+    add_headers(d, response.headers_mut());
     response
 }
 
@@ -141,8 +141,17 @@ pub fn auth_response(d: &Decision) -> Response {
     } else {
         denial_problem(d).into_response()
     };
-    headers::add(d, response.headers_mut());
+    add_headers(d, response.headers_mut());
     response
+}
+
+/// The rate limit headers of a decision.
+pub fn add_headers(d: &Decision, headers: &mut HeaderMap) {
+    for (name, value) in ratelimit_headers::render(d) {
+        if let Ok(value) = HeaderValue::from_str(&value) {
+            headers.insert(HeaderName::from_static(name), value);
+        }
+    }
 }
 
 /// One body that a decision client and a problem-details client both read.

@@ -9,7 +9,6 @@ mod auth;
 pub mod body;
 mod check;
 mod decision;
-pub mod headers;
 mod health;
 pub mod problem;
 mod report;

@@ -63,14 +63,6 @@ pub async fn report(
             ));
         }
     }
-    let class = match status {
-        100..=199 => "1xx",
-        200..=299 => "2xx",
-        300..=399 => "3xx",
-        400..=499 => "4xx",
-        _ => "5xx",
-    };
-    state.metrics.reports.with_label_values(&[class]).inc();
     // In range by the match above.
     state
         .engine

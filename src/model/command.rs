@@ -5,21 +5,36 @@ use super::evaluate::Evaluation;
 use super::samples::{DEFAULT_EVERY, SampleOptions, feature_samples};
 use super::train::{TrainError, TrainOptions, TrainReport, train};
 use super::{ModelError, ModelKind};
-use crate::policy::Policy;
 use crate::simulate::{ReadError, read_jsonl};
 use indicatif::{ProgressBar, ProgressStyle};
 use std::io::BufReader;
 use std::path::PathBuf;
 use std::time::Duration;
 
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, clap::Args)]
 pub struct TrainArgs {
+    /// Labelled (for `logistic`) or unlabelled jsonl traffic.
+    #[arg(long)]
     pub data: PathBuf,
+    /// `logistic` (supervised) or `gmm` (unsupervised Gaussian mixture).
+    #[arg(long, default_value = "logistic")]
     pub kind: ModelKind,
+    /// Where to write the model.
+    #[arg(long, default_value = "models/abuse.json")]
     pub out: PathBuf,
+    /// The policy whose limits decide the requests and whose `adaptive` settings sample
+    /// the features.
+    #[arg(long, env = "RATEWARDEN_POLICY", default_value = "ratewarden.yaml")]
     pub policy: PathBuf,
+    /// Seed of the subject split (and of the mixture's subsample).
+    #[arg(long, default_value_t = 1)]
     pub seed: u64,
+    /// Threshold of the reported precision and recall [default: the policy's
+    /// `anomaly.threshold`].
+    #[arg(long)]
     pub threshold: Option<f64>,
+    /// Gaussians in a `gmm` model.
+    #[arg(long, default_value_t = 4)]
     pub components: usize,
 }
 
@@ -53,10 +68,11 @@ fn bar(len: u64, template: &str) -> ProgressBar {
 }
 
 pub fn run(args: &TrainArgs) -> Result<TrainReport, TrainCommandError> {
-    let policy = Policy::load(&args.policy).map_err(|e| TrainCommandError::Policy {
-        path: args.policy.clone(),
-        errors: e.to_string(),
-    })?;
+    let policy =
+        crate::rules::load_policy(&args.policy).map_err(|e| TrainCommandError::Policy {
+            path: args.policy.clone(),
+            errors: e.to_string(),
+        })?;
     let threshold = args.threshold.unwrap_or(policy.adaptive.anomaly.threshold);
     if !(0.0..=1.0).contains(&threshold) {
         return Err(TrainCommandError::Threshold);

@@ -19,7 +19,6 @@ use serde_yaml_ng::Value;
 use std::collections::HashSet;
 use std::num::NonZeroU64;
 use std::path::Path;
-use std::sync::Arc;
 use std::time::Duration;
 
 /// Requests and burst above this are refused: it keeps every product of counts and microseconds
@@ -37,12 +36,7 @@ const TOP_KEYS: &[&str] = &[
     "default_endpoint",
     "adaptive",
 ];
-/// `envoy_dir` (`--envoy-config`) takes the place of the file's `envoy_config`.
-pub(super) fn compile(
-    text: &str,
-    base_dir: &Path,
-    envoy_dir: Option<&Path>,
-) -> Result<Policy, PolicyErrors> {
+pub(super) fn compile(text: &str, base_dir: &Path) -> Result<Policy, PolicyErrors> {
     let raw: RawPolicy = if text.trim().is_empty() {
         RawPolicy::default()
     } else {
@@ -132,17 +126,6 @@ pub(super) fn compile(
         .filter(|v| !v.is_null())
         .and_then(|v| e.string("envoy_config", v))
         .map(|dir| base_dir.join(dir));
-    let envoy_config = envoy_dir.map(Path::to_path_buf).or(envoy_config);
-    let envoy = envoy_config.as_deref().and_then(|dir| {
-        crate::envoy_config::EnvoyConfig::load(dir)
-            .map_err(|errors| {
-                for line in errors.lines() {
-                    e.push("envoy_config", line);
-                }
-            })
-            .ok()
-            .map(Arc::new)
-    });
     let adaptive = adaptive::adaptive(&mut e, base_dir, raw.adaptive.unwrap_or_default());
 
     let policy = Policy {
@@ -153,7 +136,6 @@ pub(super) fn compile(
         endpoints,
         default_endpoint,
         envoy_config,
-        envoy,
         adaptive,
     };
     e.finish(policy)

@@ -12,11 +12,9 @@ pub(crate) mod raw;
 
 use crate::algorithm::{Algorithm, Rate};
 use crate::clock::{Micros, micros};
-use crate::envoy_config::EnvoyConfig;
 use crate::store::SentinelUrl;
 use std::num::NonZeroU64;
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
 use std::time::Duration;
 
 pub(crate) use compile::parse;
@@ -33,10 +31,9 @@ pub struct Policy {
     pub default_tier: usize,
     pub endpoints: Vec<EndpointRule>,
     pub default_endpoint: EndpointRule,
-    /// An envoyproxy/ratelimit configuration folder, resolved against the policy's folder.
+    /// An envoyproxy/ratelimit configuration folder, resolved against the policy's folder
+    /// (read and compiled by `rules`, not here).
     pub envoy_config: Option<PathBuf>,
-    /// The configuration loaded from that folder (envoy.md).
-    pub envoy: Option<Arc<EnvoyConfig>>,
     pub adaptive: Adaptive,
 }
 
@@ -210,24 +207,10 @@ pub struct AnomalySettings {
 }
 
 impl Policy {
-    /// Compiles a policy from YAML text; relative paths resolve against `base_dir`.
+    /// Compiles a policy from YAML text; relative paths resolve against `base_dir`. Reads no
+    /// file: `rules::load` reads the policy file and its envoy folder.
     pub fn from_yaml(text: &str, base_dir: &Path) -> Result<Policy, PolicyErrors> {
-        compile::compile(text, base_dir, None)
-    }
-
-    /// Reads and compiles a policy file.
-    pub fn load(path: &Path) -> Result<Policy, PolicyErrors> {
-        Self::load_with_envoy(path, None)
-    }
-
-    /// Like [`Policy::load`], with `envoy_dir` (`--envoy-config`) in place of the file's
-    /// `envoy_config`.
-    pub fn load_with_envoy(path: &Path, envoy_dir: Option<&Path>) -> Result<Policy, PolicyErrors> {
-        let text = std::fs::read_to_string(path).map_err(|e| {
-            PolicyErrors::single("", format!("cannot read {}: {e}", path.display()))
-        })?;
-        let base = path.parent().unwrap_or(Path::new("."));
-        compile::compile(&text, base, envoy_dir)
+        compile::compile(text, base_dir)
     }
 
     pub fn tier_index(&self, name: &str) -> Option<usize> {

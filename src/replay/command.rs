@@ -11,7 +11,6 @@ use super::sweep::{Sweep, SweepRow};
 use super::traffic::Traffic;
 use super::{plot, table};
 use crate::model::Model;
-use crate::policy::Policy;
 use indicatif::{ProgressBar, ProgressStyle};
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -22,16 +21,35 @@ use std::time::Duration;
 /// depend on it beyond hash collisions; setting the daemon's makes a replay exact.
 pub const DEFAULT_SECRET: &str = "ratewarden replay";
 
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, clap::Args)]
 pub struct ReplayArgs {
+    /// The policy to try.
+    #[arg(long, env = "RATEWARDEN_POLICY", default_value = "ratewarden.yaml")]
     pub policy: PathBuf,
+    /// A log file (combined or JSON lines, gzip or not); repeat for more, in any order.
+    #[arg(long = "log", required = true)]
     pub logs: Vec<PathBuf>,
+    /// The log format; `auto` decides per file by its first line.
+    #[arg(long, value_enum, default_value = "auto")]
     pub format: Format,
+    /// Whom requests count against: `ip`, `user` or `header:NAME` [default: combined
+    /// logs the address, JSON lines the user].
+    #[arg(long)]
     pub subject: Option<SubjectChoice>,
+    /// Replay once per threshold value: `threshold=FROM:TO:STEP`.
+    #[arg(long)]
     pub sweep: Option<Sweep>,
+    /// Write everything the table shows (and more) as JSON.
+    #[arg(long)]
     pub report: Option<PathBuf>,
+    /// Draw denials over time and the sweep curve as a PNG.
+    #[arg(long)]
     pub plot: Option<PathBuf>,
+    /// Write every request's decision as a JSON line (every pass's, with a sweep).
+    #[arg(long)]
     pub decisions: Option<PathBuf>,
+    /// Secret of the keyed subject hashes; the daemon's makes the replay exact.
+    #[arg(long, env = "RATEWARDEN_HASH_KEY", hide_env_values = true)]
     pub hash_key: Option<String>,
 }
 
@@ -68,7 +86,7 @@ fn bar(len: u64, template: &str) -> ProgressBar {
 
 /// Runs the replay and prints the table to stdout; the report is returned too.
 pub fn run(args: &ReplayArgs) -> Result<Report, ReplayError> {
-    let policy = Policy::load(&args.policy).map_err(|e| ReplayError::Policy {
+    let policy = crate::rules::load_policy(&args.policy).map_err(|e| ReplayError::Policy {
         path: args.policy.clone(),
         errors: e.to_string(),
     })?;

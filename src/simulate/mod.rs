@@ -7,6 +7,7 @@
 //! the example policy's, so the limiter denies what it would deny in production.
 
 mod abuse;
+pub mod command;
 mod normal;
 mod record;
 mod script;

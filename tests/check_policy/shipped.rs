@@ -313,9 +313,10 @@ adaptive: { anomaly: { model: models/m.json } }
     std::fs::create_dir(base.path().join("envoy")).unwrap();
     std::fs::write(base.path().join("envoy/edge.yaml"), "domain: edge\n").unwrap();
     let with_envoy = format!("{yaml}envoy_config: envoy/\n");
-    let policy = Policy::from_yaml(&with_envoy, base.path()).unwrap();
-    assert_eq!(policy.envoy_config, Some(base.path().join("envoy/")));
-    assert!(policy.envoy.unwrap().domain("edge").is_some());
+    std::fs::write(base.path().join("policy.yaml"), &with_envoy).unwrap();
+    let rules = ratewarden::rules::load(&base.path().join("policy.yaml"), None).unwrap();
+    assert_eq!(rules.policy.envoy_config, Some(base.path().join("envoy/")));
+    assert!(rules.envoy.unwrap().domain("edge").is_some());
 
     let absolute = yaml.replace("models/m.json", "/var/lib/rw/m.json");
     let policy = Policy::from_yaml(&absolute, Path::new("/etc/ratewarden")).unwrap();

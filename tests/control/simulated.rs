@@ -6,7 +6,6 @@ use super::cycle::Scripted;
 use ratewarden::clock::ManualClock;
 use ratewarden::control::{ControlLoop, ModelSlot};
 use ratewarden::engine::{CheckRequest, Engine, Reason, SubjectHasher};
-use ratewarden::policy::Policy;
 use ratewarden::simulate::{Label, SimulateConfig, simulate};
 use ratewarden::store::{Backend, MemoryStore};
 use std::collections::{HashMap, HashSet};
@@ -17,7 +16,8 @@ use std::time::Duration;
 #[tokio::test]
 async fn the_shipped_model_flags_abusers_and_never_pollers_or_nat_users() {
     let root = Path::new(env!("CARGO_MANIFEST_DIR"));
-    let policy = Policy::load(&root.join("ratewarden.yaml")).expect("the example policy");
+    let policy =
+        ratewarden::rules::load_policy(&root.join("ratewarden.yaml")).expect("the example policy");
     let model_path = policy.adaptive.anomaly.model.clone();
     let interval = policy.adaptive.interval;
     let min_requests = policy.adaptive.anomaly.min_requests.get();

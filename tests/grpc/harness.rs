@@ -95,7 +95,6 @@ pub async fn serve(engine: Engine) -> Server {
     tokio::spawn(ratewarden::grpc::serve(
         listener,
         engine.clone(),
-        metrics.clone(),
         async move {
             let _ = stopped.await;
         },

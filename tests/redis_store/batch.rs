@@ -127,9 +127,9 @@ pub async fn batch_and_noscript() {
     assert_eq!(proxy.take(), 3);
     // The batch consumed from every limit of each admitted request, and only those.
     let plan = engine
-        .plan(&CheckRequest::new("gina", "/api/export"), None)
+        .plan_check(&CheckRequest::new("gina", "/api/export"), None)
         .unwrap();
-    let applied = engine.inspect(&plan).await.unwrap();
+    let applied = engine.dry_run(&plan).await.unwrap();
     let remaining: Vec<u64> = applied.checks.iter().map(|c| c.outcome.remaining).collect();
     // hourly 100 - 1 - 5 - 3 - 1, burst 20 - 9 - 1, export 0.
     assert_eq!(remaining, [90, 10, 0]);
@@ -167,9 +167,9 @@ pub async fn batch_and_noscript() {
     );
     // Nothing was applied twice: the failed EVALSHA pipeline ran no script.
     let plan = engine
-        .plan(&CheckRequest::new("hank", "/api/export"), None)
+        .plan_check(&CheckRequest::new("hank", "/api/export"), None)
         .unwrap();
-    let applied = engine.inspect(&plan).await.unwrap();
+    let applied = engine.dry_run(&plan).await.unwrap();
     assert_eq!(applied.checks[2].outcome.remaining, 0);
     assert_eq!(
         applied.checks[1].outcome.remaining,

@@ -434,7 +434,7 @@ pub async fn engine_decides_alike() {
             .or_default() += 1;
         // The reference follows the same store requests, to expire Redis keys on the manual
         // clock (their TTLs run in real time).
-        let plan = redis.plan(&r, None).expect("decidable");
+        let plan = redis.plan_check(&r, None).expect("decidable");
         let (applied, written) = reference.apply(&plan.store_request(false), now);
         assert_eq!(applied.admitted, m.allowed, "step {step}: {r:?}");
         let context = format!("step {step}: {r:?}");

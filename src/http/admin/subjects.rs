@@ -1,27 +1,27 @@
 //! `GET /v1/admin/subjects/{user}`: why a subject gets what it gets.
 //!
-//! It reads usage with dry runs of the engine's own plan, so what it shows is exactly what the
-//! next check would be judged against, and consumes nothing.
+//! The engine reads the view ([`crate::engine::Engine::inspect_subject`]); this adapter checks
+//! the query and writes the JSON.
 
 use super::{Admin, check_user, store_problem};
-use crate::engine::{CheckError, CheckRequest, Plan};
+use crate::engine::{InspectError, LimitUsage, SubjectInspection, SubjectQuery, TierSource};
+use crate::features::{FEATURE_NAMES, Observed};
 use crate::http::AppState;
 use crate::http::check::MAX_ENDPOINT_BYTES;
 use crate::http::problem::Problem;
 use crate::policy::KeyScope;
-use crate::store::Applied;
 use axum::Json;
 use axum::extract::rejection::QueryRejection;
 use axum::extract::{Path, Query, State};
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
-use std::net::{IpAddr, Ipv4Addr};
+use std::net::IpAddr;
 use utoipa::{IntoParams, ToSchema};
 
 #[derive(Debug, Deserialize, IntoParams)]
 #[serde(deny_unknown_fields)]
 #[into_params(parameter_in = Query)]
-pub struct SubjectQuery {
+pub struct SubjectParams {
     /// The endpoint whose rule's limits are listed with the tier's; default: `default_endpoint`.
     #[param(example = "/api/search")]
     pub endpoint: Option<String>,
@@ -103,7 +103,7 @@ pub struct LimitView {
     security(("bearer" = [])),
     params(
         ("user" = String, Path, description = "The user id (as sent to /v1/check)"),
-        SubjectQuery,
+        SubjectParams,
     ),
     responses(
         (status = 200, description = "The subject's view", body = SubjectView),
@@ -117,7 +117,7 @@ pub async fn subject(
     _: Admin,
     State(state): State<AppState>,
     Path(user): Path<String>,
-    query: Result<Query<SubjectQuery>, QueryRejection>,
+    query: Result<Query<SubjectParams>, QueryRejection>,
 ) -> Result<Json<SubjectView>, Problem> {
     let Query(query) = query.map_err(|e| Problem::bad_request(e.body_text()))?;
     check_user(&user)?;
@@ -143,115 +143,68 @@ pub async fn subject(
         })
         .transpose()?;
 
-    let engine = &state.engine;
-    let stored = engine.stored_tier(&user).await;
-    // A `key: ip` rule needs an address to be planned. Without `?ip=` a placeholder address
-    // stands in, and the usage of the rule's limits is left out (null) rather than shown for
-    // the placeholder: their base and effective capacities do not depend on the address.
-    let mut request = CheckRequest::new(&user, query.endpoint.as_deref().unwrap_or(""));
-    request.ip = Some(ip.unwrap_or(IpAddr::V4(Ipv4Addr::UNSPECIFIED)));
-    let plan = match query.endpoint {
-        Some(_) => engine.plan(&request, stored.as_deref()),
-        None => engine.plan_default_endpoint(&request, stored.as_deref()),
-    }
-    .map_err(|e| match e {
-        CheckError::UnknownTier(_) | CheckError::MissingIp { .. } => {
-            Problem::bad_request(e.to_string())
-        }
-    })?;
-    let ip_usage_known = ip.is_some();
-
-    let applied = engine.inspect(&plan).await.map_err(store_problem)?;
-    // Usage against the base capacities too, when scaling changed any of them: see `used`.
-    let scaled = (0..applied.checks.len()).any(|i| plan.scales(i).enforced != 1.0);
-    let at_base = if scaled {
-        let mut unscaled = plan.clone();
-        unscaled.load_factor = 1.0;
-        unscaled.anomaly_factor = 1.0;
-        Some(engine.inspect(&unscaled).await.map_err(store_problem)?)
-    } else {
-        None
-    };
-
-    let resolved = &plan.resolved;
-    let tier = resolved.tier();
-    let rule = resolved.rule();
-    let tier_count = resolved.tier_limit_count();
-    let limits = resolved
-        .limits()
-        .enumerate()
-        .zip(&applied.checks)
-        .map(|((i, limit), result)| {
-            let in_tier = i < tier_count;
-            let by_ip = !in_tier && rule.key == KeyScope::Ip;
-            let base = limit.base_rate().capacity();
-            let outcome = result.outcome;
-            let effective = outcome.limit;
-            let (used, remaining) = if by_ip && !ip_usage_known {
-                (None, None)
-            } else {
-                let remaining = remaining_now(&plan, &applied, i);
-                let mut used = effective.saturating_sub(remaining);
-                if let Some(at_base) = &at_base {
-                    used = used.max(base.saturating_sub(remaining_now(&plan, at_base, i)));
-                }
-                (Some(used), Some(remaining))
-            };
-            LimitView {
-                scope: if in_tier { "tier" } else { "endpoint" },
-                name: limit.name.clone(),
-                algorithm: limit.algorithm.name(),
-                base,
-                effective,
-                used,
-                remaining,
-                window_ms: u64::try_from(limit.window.as_millis()).unwrap_or(u64::MAX),
-                key: if by_ip { "ip" } else { "user" },
-                shadow: limit.shadow,
-            }
+    let inspection = state
+        .engine
+        .inspect_subject(SubjectQuery {
+            user: &user,
+            endpoint: query.endpoint.as_deref(),
+            ip,
         })
-        .collect();
-
-    let tier_source = match stored.as_deref() {
-        Some(name) if name == tier.name => "stored",
-        _ => "default",
-    };
-    Ok(Json(SubjectView {
-        subject: plan.user.to_string(),
-        tier: tier.name.clone(),
-        tier_source,
-        endpoint_rule: rule.pattern.display(),
-        abuse_score: plan.abuse_score,
-        flagged: plan.flagged,
-        load_factor: plan.load_factor,
-        scale: plan.reported_scale(),
-        features: features_json(engine.scale_factors().observed(plan.user)),
-        limits,
-    }))
+        .await
+        .map_err(|e| match e {
+            InspectError::Undecidable(e) => Problem::bad_request(e.to_string()),
+            InspectError::Store(e) => store_problem(e),
+        })?;
+    Ok(Json(SubjectView::from(inspection)))
 }
 
-/// What is left of the `i`-th limit now. The dry run evaluates one more request of the plan's
-/// cost, and an allowed outcome's `remaining` is what would be left after it: add the cost
-/// back. A denied outcome's `remaining` is unchanged (a denial consumes nothing).
-fn remaining_now(plan: &Plan, applied: &Applied, i: usize) -> u64 {
-    let outcome = applied.checks[i].outcome;
-    if outcome.allowed {
-        outcome.remaining.saturating_add(plan.cost)
-    } else {
-        outcome.remaining
+impl From<SubjectInspection> for SubjectView {
+    fn from(i: SubjectInspection) -> Self {
+        Self {
+            subject: i.subject.to_string(),
+            tier: i.tier,
+            tier_source: match i.tier_source {
+                TierSource::Stored => "stored",
+                TierSource::Default => "default",
+            },
+            endpoint_rule: i.endpoint_rule,
+            abuse_score: i.abuse_score,
+            flagged: i.flagged,
+            load_factor: i.load_factor,
+            scale: i.scale,
+            features: features_json(i.observed),
+            limits: i.limits.into_iter().map(LimitView::from).collect(),
+        }
     }
 }
 
-fn features_json(observed: Option<crate::features::Observed>) -> Map<String, Value> {
+impl From<LimitUsage> for LimitView {
+    fn from(l: LimitUsage) -> Self {
+        Self {
+            scope: if l.in_tier { "tier" } else { "endpoint" },
+            name: l.name,
+            algorithm: l.algorithm.name(),
+            base: l.base,
+            effective: l.effective,
+            used: l.used,
+            remaining: l.remaining,
+            window_ms: u64::try_from(l.window.as_millis()).unwrap_or(u64::MAX),
+            key: match l.key {
+                KeyScope::Ip => "ip",
+                KeyScope::User => "user",
+            },
+            shadow: l.shadow,
+        }
+    }
+}
+
+fn features_json(observed: Option<Observed>) -> Map<String, Value> {
     let Some(observed) = observed else {
         return Map::new();
     };
     let mut map = Map::new();
     map.insert("requests".into(), Value::from(observed.requests));
-    for (name, value) in crate::features::FEATURE_NAMES
-        .iter()
-        .zip(observed.features.to_array())
-    {
+    for (name, value) in FEATURE_NAMES.iter().zip(observed.features.to_array()) {
         map.insert((*name).into(), Value::from(value));
     }
     map

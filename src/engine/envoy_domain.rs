@@ -33,9 +33,9 @@ pub struct LimitOverride {
     pub unit: Unit,
 }
 
-/// What a descriptor comes to.
+/// What a descriptor comes to once planned.
 #[derive(Debug)]
-pub enum Described {
+pub(super) enum DescriptorPlan {
     Limited(Box<Plan>),
     /// `unlimited: true`.
     Unlimited,
@@ -53,12 +53,12 @@ pub enum Described {
 impl<S: Store> Engine<S> {
     /// Plans every descriptor of one request to `domain`, under `policy` (the snapshot the
     /// domain was found in).
-    pub fn plan_descriptors(
+    pub(super) fn plan_envoy_descriptors(
         &self,
         policy: &Arc<Policy>,
         domain: &Domain,
         descriptors: &[DescriptorRequest<'_>],
-    ) -> Vec<Described> {
+    ) -> Vec<DescriptorPlan> {
         let found: Vec<Option<Found>> = descriptors.iter().map(|d| find(domain, d)).collect();
         let replaced: HashSet<&str> = found
             .iter()
@@ -70,15 +70,15 @@ impl<S: Store> Engine<S> {
             .zip(descriptors)
             .map(|(found, descriptor)| {
                 let Some(f) = found else {
-                    return Described::Unmatched;
+                    return DescriptorPlan::Unmatched;
                 };
                 if f.name.is_some_and(|n| replaced.contains(n)) {
-                    return Described::Replaced;
+                    return DescriptorPlan::Replaced;
                 }
                 let limit = match &f.kind {
-                    Kind::Unlimited => return Described::Unlimited,
+                    Kind::Unlimited => return DescriptorPlan::Unlimited,
                     Kind::Blocked { name, unit } => {
-                        return Described::Blocked {
+                        return DescriptorPlan::Blocked {
                             name: name.clone(),
                             unit: *unit,
                         };
@@ -94,13 +94,13 @@ impl<S: Store> Engine<S> {
                         .map(|(_, v)| self.hasher.user(v))
                 });
                 let resolved = Resolved::descriptor(policy.clone(), domain.name.clone(), limit);
-                Described::Limited(Box::new(self.scaled_plan(
+                DescriptorPlan::Limited(Box::new(self.scaled_plan(
                     resolved,
                     key,
                     None,
                     subject,
                     descriptor.cost,
-                    // Envoy-config counters are not a subject: not recorded as features.
+                    // Envoy-config counters are not a subject: not traced in features.
                     None,
                 )))
             })

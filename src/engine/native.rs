@@ -1,11 +1,11 @@
 //! Native descriptors: in a domain that no envoy configuration file names, a descriptor is one
-//! check request on the policy, read like forward auth (envoy.md).
+//! check request on the policy, read like forward auth.
 //!
 //! The subject is the entry `user`, else `api_key`, else `remote_address`, else `ip`; the
 //! endpoint is `endpoint` or `path` (its path part), else the `default_endpoint` limits; `tier`
 //! names the tier; `ip` or `remote_address` is the client address.
 
-use crate::engine::{CheckRequest, Cost, path_of};
+use super::{CheckRequest, Cost, path_of};
 use std::net::IpAddr;
 
 /// As on HTTP: the longest subject and endpoint accepted.
@@ -16,34 +16,28 @@ const SUBJECT_KEYS: [&str; 4] = ["user", "api_key", "remote_address", "ip"];
 
 /// A descriptor as a check request, with whether an endpoint was named.
 #[derive(Debug)]
-pub struct Native<'a> {
+pub(super) struct Native<'a> {
     pub request: CheckRequest<'a>,
     /// `false`: the `default_endpoint` limits apply.
     pub has_endpoint: bool,
 }
 
-/// The check request a descriptor stands for; `None` when it names no subject. `index` names
-/// the descriptor in errors (`descriptors[1]`).
-pub fn request<'a>(
+/// The check request a descriptor stands for; `None` when it names no subject. The error
+/// names what is wrong; the caller adds which descriptor (`descriptors[1]: `).
+pub(super) fn request<'a>(
     entries: &[(&'a str, &'a str)],
     cost: Cost,
-    index: usize,
 ) -> Result<Option<Native<'a>>, String> {
-    let at = Descriptor(index);
     let find = |key: &str| entries.iter().find(|(k, _)| *k == key).map(|(_, v)| *v);
     let Some(user) = SUBJECT_KEYS.iter().find_map(|k| find(k)) else {
         return Ok(None);
     };
     if user.is_empty() || user.len() > MAX_USER_BYTES {
-        return Err(format!(
-            "{at}: the subject must be 1 to {MAX_USER_BYTES} bytes"
-        ));
+        return Err(format!("the subject must be 1 to {MAX_USER_BYTES} bytes"));
     }
     let endpoint = find("endpoint").or_else(|| find("path")).map(path_of);
     if endpoint.is_some_and(|e| e.len() > MAX_ENDPOINT_BYTES) {
-        return Err(format!(
-            "{at}: the endpoint is over {MAX_ENDPOINT_BYTES} bytes"
-        ));
+        return Err(format!("the endpoint is over {MAX_ENDPOINT_BYTES} bytes"));
     }
     let ip = match find("ip")
         .map(|v| ("ip", v))
@@ -54,7 +48,7 @@ pub fn request<'a>(
             value
                 .parse::<IpAddr>()
                 .map(|ip| ip.to_canonical())
-                .map_err(|_| format!("{at}: entry {key} \"{value}\" is not an IP address"))?,
+                .map_err(|_| format!("entry {key} \"{value}\" is not an IP address"))?,
         ),
     };
     let tier = find("tier").filter(|t| !t.is_empty());
@@ -70,15 +64,6 @@ pub fn request<'a>(
     }))
 }
 
-/// `descriptors[i]`, written only into an error.
-struct Descriptor(usize);
-
-impl std::fmt::Display for Descriptor {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "descriptors[{}]", self.0)
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -90,20 +75,17 @@ mod tests {
             ("api_key", "k"),
             ("path", "/a?q=1"),
         ];
-        let native = request(&entries, Cost::ONE, 0).unwrap().unwrap();
+        let native = request(&entries, Cost::ONE).unwrap().unwrap();
         assert_eq!(native.request.user, "k");
         assert_eq!(native.request.endpoint, "/a");
         assert_eq!(native.request.ip, Some("10.0.0.1".parse().unwrap()));
-        let none = request(&[("header_match", "x")], Cost::ONE, 0).unwrap();
+        let none = request(&[("header_match", "x")], Cost::ONE).unwrap();
         assert!(none.is_none());
     }
 
     #[test]
     fn a_bad_address_is_named() {
-        let err = request(&[("ip", "nope")], Cost::ONE, 2).unwrap_err();
-        assert_eq!(
-            err,
-            "descriptors[2]: entry ip \"nope\" is not an IP address"
-        );
+        let err = request(&[("ip", "nope")], Cost::ONE).unwrap_err();
+        assert_eq!(err, "entry ip \"nope\" is not an IP address");
     }
 }

@@ -5,12 +5,13 @@
 //! decides them all. Two descriptors that count the same limit under the same key (one user's
 //! tier limit, say) become one check carrying both costs, so the limit must have room for both.
 
+use super::fallback::without_store;
 use super::{Decision, Engine, Plan};
 use crate::store::{Applied, Check, CheckResults, Request, Store};
 
 /// The decisions of requests decided together.
 #[derive(Debug)]
-pub struct Together {
+pub(super) struct JointDecision {
     /// Every enforced limit of every request passed, and all were consumed.
     pub admitted: bool,
     /// One per plan, in order. Each says whether its own limits passed; when `admitted` is
@@ -21,19 +22,16 @@ pub struct Together {
 impl<S: Store> Engine<S> {
     /// `blocked`: another part of the request can never pass, so these are only evaluated
     /// (nothing is consumed) and the request is not admitted.
-    pub async fn decide_together(&self, plans: Vec<Plan>, blocked: bool) -> Together {
-        let traces: Vec<_> = plans
-            .iter()
-            .map(|p| p.activity.map(|a| (p.user, a)))
-            .collect();
-        let together = self.decide_together_untraced(plans, blocked).await;
-        for (trace, decision) in traces.into_iter().zip(&together.decisions) {
+    pub(super) async fn decide_jointly(&self, plans: Vec<Plan>, blocked: bool) -> JointDecision {
+        let traces: Vec<_> = plans.iter().map(|p| p.trace.map(|t| (p.user, t))).collect();
+        let joint = self.decide_jointly_unrecorded(plans, blocked).await;
+        for (trace, decision) in traces.into_iter().zip(&joint.decisions) {
             self.record(trace, decision);
         }
-        together
+        joint
     }
 
-    async fn decide_together_untraced(&self, plans: Vec<Plan>, blocked: bool) -> Together {
+    async fn decide_jointly_unrecorded(&self, plans: Vec<Plan>, blocked: bool) -> JointDecision {
         let requests: Vec<Request<'_>> = plans.iter().map(|p| p.store_request(false)).collect();
         let (mut combined, slots) = merge(&requests);
         combined.dry_run = blocked;
@@ -78,7 +76,7 @@ impl<S: Store> Engine<S> {
                         d
                     })
                     .collect();
-                Together {
+                JointDecision {
                     admitted: applied.admitted,
                     decisions,
                 }
@@ -86,9 +84,9 @@ impl<S: Store> Engine<S> {
             Err(on_error) => {
                 let decisions: Vec<Decision> = plans
                     .into_iter()
-                    .map(|plan| Self::without_store(plan, on_error))
+                    .map(|plan| without_store(plan, on_error))
                     .collect();
-                Together {
+                JointDecision {
                     admitted: !blocked && decisions.iter().all(|d| d.allowed),
                     decisions,
                 }

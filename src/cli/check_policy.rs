@@ -1,0 +1,53 @@
+//! `ratewarden check-policy`: a policy file (with its envoy folder) or an envoyproxy/ratelimit
+//! folder compiled, and every error printed with its path.
+
+use crate::envoy_config::EnvoyConfig;
+use crate::rules;
+use std::path::Path;
+
+/// What `check-policy` prints for `file`, one line each, and whether it is valid.
+pub fn check(file: &Path) -> (Vec<String>, bool) {
+    let shown = file.display();
+    let summary = if file.is_dir() {
+        rules::load_envoy_folder(file)
+            .map(|config| envoy_summary(&config))
+            .map_err(|errors| errors.lines())
+    } else {
+        rules::load(file, None)
+            .map(|rules| {
+                let policy = &rules.policy;
+                let envoy = match &rules.envoy {
+                    Some(config) => format!(", envoy_config: {}", envoy_summary(config)),
+                    None => String::new(),
+                };
+                format!(
+                    "{}, {}{envoy}",
+                    plural(policy.tiers.len(), "tier", "tiers"),
+                    plural(policy.endpoints.len(), "endpoint rule", "endpoint rules")
+                )
+            })
+            .map_err(|errors| errors.lines())
+    };
+    match summary {
+        Ok(summary) => (vec![format!("{shown}: ok ({summary})")], true),
+        Err(lines) => (
+            lines
+                .iter()
+                .map(|line| format!("{shown}: {line}"))
+                .collect(),
+            false,
+        ),
+    }
+}
+
+fn envoy_summary(config: &EnvoyConfig) -> String {
+    format!(
+        "{}, {}",
+        plural(config.domains.len(), "domain", "domains"),
+        plural(config.rule_count(), "rate limit", "rate limits")
+    )
+}
+
+fn plural(n: usize, one: &str, many: &str) -> String {
+    format!("{n} {}", if n == 1 { one } else { many })
+}

@@ -1,0 +1,199 @@
+//! The descriptors use case (Envoy's `ShouldRateLimit`): every descriptor of one call planned
+//! (against an envoyproxy/ratelimit domain, or natively as a check request on the policy) and
+//! decided together, all or nothing, with the one decision the call's headers and metrics show.
+
+use super::envoy_domain::DescriptorPlan;
+use super::native;
+use super::planner::EndpointChoice;
+use super::{Decision, DescriptorRequest, Engine};
+use crate::envoy_config::Unit;
+use crate::metrics::Api;
+use crate::store::Store;
+
+/// What one descriptor came to.
+#[derive(Debug)]
+pub enum DescriptorOutcome {
+    Decided(Box<Decision>),
+    /// `unlimited: true`: passes, with no limit.
+    Unlimited,
+    /// Matched nothing, named no subject, or was replaced: passes with no limit.
+    NoLimit,
+    /// A limit of 0 requests: over limit, always.
+    Blocked {
+        name: String,
+        unit: Unit,
+    },
+}
+
+/// The decision on a whole call.
+#[derive(Debug)]
+pub struct DescriptorsDecision {
+    /// Every descriptor passed, and every limit was consumed.
+    pub admitted: bool,
+    /// One per descriptor, in order.
+    pub outcomes: Vec<DescriptorOutcome>,
+    /// The decision the call's rate limit headers show: the limit with the least remaining
+    /// (ties: the shorter window), allowed as the call is, retrying when all its denials could
+    /// pass (never when a limit of 0 blocks it).
+    pub headline: Option<Decision>,
+}
+
+/// A descriptor the policy cannot decide (an unknown tier, a bad address), with its index.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("descriptors[{index}]: {message}")]
+pub struct InvalidDescriptor {
+    pub index: usize,
+    pub message: String,
+}
+
+impl<S: Store> Engine<S> {
+    /// Decides the descriptors of one call to `domain`, all or nothing.
+    pub async fn check_descriptors(
+        &self,
+        domain: &str,
+        descriptors: &[DescriptorRequest<'_>],
+    ) -> Result<DescriptorsDecision, InvalidDescriptor> {
+        let started = quanta::Instant::now();
+        let rules = self.rules();
+        let (plans, label) = match rules.envoy.as_ref().and_then(|c| c.domain(domain)) {
+            Some(found) => (
+                self.plan_envoy_descriptors(&rules.policy, found, descriptors),
+                &*found.name,
+            ),
+            None => (self.plan_native(descriptors).await?, "native"),
+        };
+        let (outcomes, admitted) = self.decide_descriptors(plans, label).await;
+        self.metrics.observe_decision(Api::Grpc, started.elapsed());
+        let decisions: Vec<&Decision> = outcomes
+            .iter()
+            .filter_map(|o| match o {
+                DescriptorOutcome::Decided(d) => Some(&**d),
+                _ => None,
+            })
+            .collect();
+        // Counted once per call, as HTTP counts a request: by the descriptor that denied (or
+        // would have, in shadow), else the one with the least remaining.
+        let deciding = decisions
+            .iter()
+            .find(|d| !d.allowed)
+            .or(decisions.iter().find(|d| d.shadow))
+            .or(decisions
+                .iter()
+                .filter(|d| d.limit.is_some())
+                .min_by_key(|d| d.remaining));
+        if let Some(d) = deciding {
+            self.count(d);
+        }
+        let blocked = outcomes
+            .iter()
+            .any(|o| matches!(o, DescriptorOutcome::Blocked { .. }));
+        let headline = headline(&decisions, admitted, blocked);
+        Ok(DescriptorsDecision {
+            admitted,
+            outcomes,
+            headline,
+        })
+    }
+
+    /// Native descriptors as planned check requests (`Unmatched` for one without a subject).
+    async fn plan_native(
+        &self,
+        descriptors: &[DescriptorRequest<'_>],
+    ) -> Result<Vec<DescriptorPlan>, InvalidDescriptor> {
+        let mut plans = Vec::with_capacity(descriptors.len());
+        for (index, descriptor) in descriptors.iter().enumerate() {
+            let invalid = |message: String| InvalidDescriptor { index, message };
+            let Some(native) =
+                native::request(&descriptor.entries, descriptor.cost).map_err(invalid)?
+            else {
+                plans.push(DescriptorPlan::Unmatched);
+                continue;
+            };
+            let check = &native.request;
+            let stored = self.stored_tier_of(check).await;
+            let endpoint = if native.has_endpoint {
+                EndpointChoice::Matching
+            } else {
+                EndpointChoice::Default
+            };
+            let plan = self
+                .plan(check, stored.as_deref(), endpoint)
+                .map_err(|e| invalid(e.to_string()))?;
+            plans.push(DescriptorPlan::Limited(Box::new(plan)));
+        }
+        Ok(plans)
+    }
+
+    /// Decides the limited descriptors together; the others pass.
+    async fn decide_descriptors(
+        &self,
+        plans: Vec<DescriptorPlan>,
+        domain: &str,
+    ) -> (Vec<DescriptorOutcome>, bool) {
+        let mut limited = Vec::new();
+        let mut blocked = false;
+        let mut outcomes: Vec<Option<DescriptorOutcome>> = Vec::with_capacity(plans.len());
+        for plan in plans {
+            outcomes.push(match plan {
+                DescriptorPlan::Blocked { name, unit } => {
+                    blocked = true;
+                    Some(DescriptorOutcome::Blocked { name, unit })
+                }
+                DescriptorPlan::Limited(plan) => {
+                    limited.push(*plan);
+                    None
+                }
+                DescriptorPlan::Unlimited => Some(DescriptorOutcome::Unlimited),
+                DescriptorPlan::Replaced => Some(DescriptorOutcome::NoLimit),
+                DescriptorPlan::Unmatched => {
+                    self.metrics
+                        .envoy_unmatched
+                        .with_label_values(&[domain])
+                        .inc();
+                    Some(DescriptorOutcome::NoLimit)
+                }
+            });
+        }
+        if limited.is_empty() {
+            return (outcomes.into_iter().flatten().collect(), !blocked);
+        }
+        let joint = self.decide_jointly(limited, blocked).await;
+        let mut decisions = joint.decisions.into_iter();
+        let outcomes = outcomes
+            .into_iter()
+            .map(|o| match o {
+                Some(o) => o,
+                None => decisions.next().map_or(DescriptorOutcome::NoLimit, |d| {
+                    DescriptorOutcome::Decided(Box::new(d))
+                }),
+            })
+            .collect();
+        (outcomes, joint.admitted)
+    }
+}
+
+/// The decision HTTP would show for these decisions taken as one request.
+fn headline(decisions: &[&Decision], admitted: bool, blocked: bool) -> Option<Decision> {
+    let window = |d: &Decision| d.headline_limit().map_or(0, |l| l.window_micros());
+    let head = decisions
+        .iter()
+        .filter(|d| d.limit.is_some())
+        .min_by_key(|d| (d.remaining, window(d)))
+        .or(decisions.iter().find(|d| !d.allowed))
+        .or(decisions.first())?;
+    let mut shown = (*head).clone();
+    shown.allowed = admitted;
+    shown.retry_after = if admitted {
+        Some(0)
+    } else if blocked {
+        None
+    } else {
+        // The time the whole request could pass: the latest of its denials.
+        decisions
+            .iter()
+            .filter(|d| !d.allowed)
+            .map(|d| d.retry_after)
+            .try_fold(0, |acc, r| r.map(|r| acc.max(r)))
+    };
+    Some(shown)
+}

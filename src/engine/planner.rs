@@ -1,0 +1,98 @@
+//! Planning: a request resolved against the policy in force (tier, endpoint rule, keys) and
+//! scaled by the load factor and its subject's anomaly standing.
+
+use super::{CheckError, CheckRequest, Cost, Engine, FeatureTrace, Plan, Resolved};
+use crate::policy::KeyScope;
+use crate::store::{KeyHash, Store};
+
+/// Which endpoint rule a plan uses.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum EndpointChoice {
+    /// The rule `request.endpoint` matches.
+    Matching,
+    /// `default_endpoint`, whatever the request's endpoint would match (a native descriptor
+    /// or an admin view that names no endpoint).
+    Default,
+}
+
+/// Tag bytes that keep the keyed hashes of feature values of different kinds apart.
+pub(super) const ENDPOINT_FEATURE_TAG: u8 = b'e';
+
+impl<S: Store> Engine<S> {
+    /// Resolves tier, rule, keys and scales for a request. A tier named by the request must
+    /// exist; a stored tier the policy no longer has falls back to the default tier.
+    pub(super) fn plan(
+        &self,
+        request: &CheckRequest<'_>,
+        stored_tier: Option<&str>,
+        endpoint: EndpointChoice,
+    ) -> Result<Plan, CheckError> {
+        let policy = self.policy();
+        let tier = match request.tier {
+            Some(name) => policy
+                .tier_index(name)
+                .ok_or_else(|| CheckError::UnknownTier(name.to_owned()))?,
+            None => stored_tier
+                .and_then(|name| policy.tier_index(name))
+                .unwrap_or(policy.default_tier),
+        };
+        let resolved = match endpoint {
+            EndpointChoice::Matching => Resolved::new(policy, tier, request.endpoint),
+            EndpointChoice::Default => Resolved::default_endpoint(policy, tier),
+        };
+        let rule = resolved.rule();
+        let ip = match (rule.key, request.ip) {
+            (KeyScope::Ip, Some(ip)) => Some(self.hasher.ip(ip)),
+            (KeyScope::Ip, None) if !rule.limits.is_empty() => {
+                return Err(CheckError::MissingIp {
+                    rule: rule.path_in_file.clone(),
+                    path: rule.pattern.display(),
+                });
+            }
+            _ => None,
+        };
+        let user = self.hasher.user(request.user);
+        let trace = FeatureTrace {
+            endpoint: self
+                .hasher
+                .feature(ENDPOINT_FEATURE_TAG, request.endpoint.as_bytes()),
+            ip: request.ip.map(|ip| self.hasher.feature_ip(ip)),
+        };
+        Ok(self.scaled_plan(resolved, user, ip, Some(user), request.cost, Some(trace)))
+    }
+
+    /// A plan counting under `key`, scaled by the load factor and by the anomaly standing of
+    /// `subject` (none for a request without one).
+    pub(super) fn scaled_plan(
+        &self,
+        resolved: Resolved,
+        key: KeyHash,
+        ip: Option<KeyHash>,
+        subject: Option<KeyHash>,
+        cost: Cost,
+        trace: Option<FeatureTrace>,
+    ) -> Plan {
+        let standing = subject.and_then(|s| self.scale.standing(s));
+        let thresholds = self.scale.thresholds();
+        let flagged =
+            standing.is_some_and(|s| s.flagged(thresholds.anomaly_threshold, self.clock.now()));
+        Plan {
+            resolved,
+            user: key,
+            ip,
+            cost: cost.get(),
+            load_factor: thresholds
+                .load_factor_override
+                .unwrap_or_else(|| self.scale.measured_load_factor()),
+            anomaly_factor: if flagged {
+                thresholds.anomaly_factor
+            } else {
+                1.0
+            },
+            anomaly_enforced: !thresholds.anomaly_shadow,
+            abuse_score: standing.map(|s| s.abuse_score),
+            flagged,
+            trace,
+        }
+    }
+}

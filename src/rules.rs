@@ -1,0 +1,126 @@
+//! What the engine enforces: a policy file and the envoyproxy/ratelimit folder it names, read
+//! from disk and compiled together.
+//!
+//! The two compilers ([`crate::policy`], [`crate::envoy_config`]) read no file, so a fuzz target
+//! or a test hands them text; this module is the one place that reads the files, for `serve`,
+//! its reloads, `check-policy` and `replay` alike.
+
+use crate::envoy_config::{EnvoyConfig, EnvoyConfigError, EnvoyConfigErrors};
+use crate::policy::{Policy, PolicyErrors};
+use std::path::Path;
+use std::sync::Arc;
+
+/// A policy with the envoyproxy/ratelimit configuration it names (if any), compiled.
+#[derive(Debug, Clone)]
+pub struct Rules {
+    pub policy: Arc<Policy>,
+    pub envoy: Option<Arc<EnvoyConfig>>,
+}
+
+impl Rules {
+    /// A policy that names no envoyproxy/ratelimit folder, or whose folder is not loaded.
+    pub fn policy_only(policy: Policy) -> Self {
+        Self {
+            policy: Arc::new(policy),
+            envoy: None,
+        }
+    }
+}
+
+impl From<Policy> for Rules {
+    fn from(policy: Policy) -> Self {
+        Rules::policy_only(policy)
+    }
+}
+
+/// Reads and compiles a policy file and its `envoy_config` folder; `envoy_dir`
+/// (`--envoy-config`) takes the place of the file's folder. Every error of both is reported,
+/// the folder's under `envoy_config`.
+pub fn load(path: &Path, envoy_dir: Option<&Path>) -> Result<Rules, PolicyErrors> {
+    let text = std::fs::read_to_string(path)
+        .map_err(|e| PolicyErrors::single("", format!("cannot read {}: {e}", path.display())))?;
+    let base = path.parent().unwrap_or(Path::new("."));
+    let mut policy = Policy::from_yaml(&text, base)?;
+    if let Some(dir) = envoy_dir {
+        policy.envoy_config = Some(dir.to_path_buf());
+    }
+    let envoy = match &policy.envoy_config {
+        None => None,
+        Some(dir) => Some(Arc::new(load_envoy_folder(dir).map_err(|errors| {
+            PolicyErrors(
+                errors
+                    .lines()
+                    .into_iter()
+                    .map(|line| crate::policy::PolicyError {
+                        path: "envoy_config".to_owned(),
+                        message: line,
+                    })
+                    .collect(),
+            )
+        })?)),
+    };
+    Ok(Rules {
+        policy: Arc::new(policy),
+        envoy,
+    })
+}
+
+/// [`load`] for a command that needs the policy alone (`train`, `replay`): a broken envoy
+/// folder is still an error, as it would stop the daemon.
+pub fn load_policy(path: &Path) -> Result<Policy, PolicyErrors> {
+    load(path, None).map(|rules| Arc::unwrap_or_clone(rules.policy))
+}
+
+/// Reads and compiles every YAML file of `dir` (not its subfolders), in name order.
+pub fn load_envoy_folder(dir: &Path) -> Result<EnvoyConfig, EnvoyConfigErrors> {
+    let (files, mut errors) = read_envoy_folder(dir)?;
+    match EnvoyConfig::compile(dir, files) {
+        Ok(config) if errors.is_empty() => Ok(config),
+        Ok(_) => Err(EnvoyConfigErrors(errors)),
+        Err(found) => {
+            errors.extend(found.0);
+            Err(EnvoyConfigErrors(errors))
+        }
+    }
+}
+
+/// The `*.yaml` and `*.yml` files of a folder as (name, text), in name order, with an error
+/// for each that could not be read.
+fn read_envoy_folder(
+    dir: &Path,
+) -> Result<(Vec<(String, String)>, Vec<EnvoyConfigError>), EnvoyConfigErrors> {
+    let folder_error = |message: String| {
+        EnvoyConfigErrors(vec![EnvoyConfigError {
+            file: dir.display().to_string(),
+            path: String::new(),
+            message,
+        }])
+    };
+    let entries =
+        std::fs::read_dir(dir).map_err(|e| folder_error(format!("cannot read the folder: {e}")))?;
+    let mut names: Vec<String> = entries
+        .flatten()
+        .filter(|entry| entry.path().is_file())
+        .filter_map(|entry| entry.file_name().into_string().ok())
+        .filter(|name| name.ends_with(".yaml") || name.ends_with(".yml"))
+        .collect();
+    names.sort();
+    if names.is_empty() {
+        return Err(folder_error(
+            "holds no .yaml file (one per rate limit domain)".to_owned(),
+        ));
+    }
+    let mut files = Vec::with_capacity(names.len());
+    let mut errors = Vec::new();
+    for name in names {
+        match std::fs::read_to_string(dir.join(&name)) {
+            Ok(text) => files.push((name, text)),
+            Err(e) => errors.push(EnvoyConfigError {
+                file: name,
+                path: String::new(),
+                message: format!("cannot read: {e}"),
+            }),
+        }
+    }
+    Ok((files, errors))
+}
