@@ -2,26 +2,31 @@
 //!
 //! # Layout
 //!
+//! Lowest layer first (a module imports only from the layers above it in this list; see
+//! `docs/architecture.md` and `tests/layering.rs`):
+//!
 //! - [`clock`]: injected time, in microseconds since the epoch.
+//! - [`metrics`]: the one Prometheus `Metrics` struct, passed down; plain label values in.
 //! - [`algorithm`]: the five algorithms as pure functions of (state, now, rate, cost).
-//! - [`policy`]: the policy file, compiled from YAML into types that cannot be invalid.
-//! - [`envoy_config`]: envoyproxy/ratelimit configuration folders, compiled like the policy.
 //! - [`store`]: where usage lives: the [`store::Store`] trait, the embedded store, and the Redis
 //!   store (one Lua script per request; Redis Cluster; a primary named by Redis Sentinel).
-//! - [`engine`]: resolves tier and endpoint rule, scales limits, and turns store outcomes
-//!   into a [`engine::Decision`].
 //! - [`features`]: per-subject access features (rates and ratios over the anomaly window).
-//! - [`control`]: the control loop: load factor, features, abuse scores, standings.
-//! - [`model`]: the abuse model (linfa): features in, abuse score in [0, 1] out; training.
+//! - [`policy`]: the policy file's YAML compiled into types that cannot be invalid.
+//! - [`envoy_config`]: envoyproxy/ratelimit configuration files, compiled like the policy.
+//! - [`rules`]: reads the policy file and its envoy folder from disk and compiles them.
 //! - [`simulate`]: labelled synthetic traffic to train and test the model on.
+//! - [`engine`]: the use cases (check, batch, descriptors, subject view, report): tier, plan,
+//!   scaling, one atomic store request, the [`engine::Decision`], its metrics and features.
+//! - [`model`]: the abuse model (linfa): features in, abuse score in [0, 1] out; training.
+//! - [`control`]: the control loop: load factor, features, abuse scores, standings.
+//! - [`reload`]: policy hot reload (SIGHUP, file changes, admin API).
+//! - [`ratelimit_headers`]: a decision's rate limit headers, for HTTP and gRPC alike.
+//! - [`http`]: the HTTP adapter (axum): JSON and forward auth in, decisions out.
+//! - [`grpc`]: the gRPC adapter (tonic): Envoy's rate limit service, health and reflection.
 //! - [`replay`]: recorded traffic (combined or JSON-lines logs) through the same engine and
 //!   control loop on a simulated clock: what a policy and model would have done.
-//! - [`http`]: the HTTP adapter (axum): requests in, decisions out.
-//! - [`grpc`]: the gRPC adapter (tonic): Envoy's rate limit service, health and reflection.
-//! - [`metrics`]: the one Prometheus `Metrics` struct, passed down to whoever records.
-//! - [`reload`]: policy hot reload (SIGHUP, file changes, admin API).
 //! - [`daemon`]: `ratewarden serve`: wiring, the HTTP server (head timeout and size cap),
-//!   background tasks, graceful shutdown.
+//!   background tasks, graceful shutdown; [`daemon::run`] runs it in process.
 //! - [`cli`]: the command line (`serve`, `check-policy`, `simulate`, `train`, `replay`).
 
 pub mod algorithm;

@@ -2,7 +2,6 @@
 //! `ratewarden check-policy DIR` and through a policy's `envoy_config` (fixtures in
 //! `tests/fixtures/envoy/bad`, one file per failure, named by it).
 
-use ratewarden::policy::Policy;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
@@ -89,7 +88,8 @@ fn a_missing_or_empty_folder_is_an_error() {
         )]
     );
     let text = "default_tier: free\ntiers: {free: {limits: []}}\nenvoy_config: nowhere\n";
-    let errors = Policy::from_yaml(text, empty.path()).unwrap_err();
+    std::fs::write(empty.path().join("policy.yaml"), text).unwrap();
+    let errors = ratewarden::rules::load(&empty.path().join("policy.yaml"), None).unwrap_err();
     assert_eq!(errors.0.len(), 1);
     assert_eq!(errors.0[0].path, "envoy_config");
     assert!(

@@ -99,6 +99,29 @@ pub async fn run(
     args: ServeArgs,
     shutdown: impl Future<Output = ()> + Send + 'static,
 ) -> Result<(), ServeError> {
+    let system_clock = SystemClock::new();
+    let (engine, metrics) = build_engine(&args, Arc::new(system_clock.clone())).await?;
+    let reloader = start_background_tasks(&args, &engine, &metrics, system_clock);
+    let local = listeners.http.local_addr().map_err(ServeError::Serve)?;
+    let grpc = listeners.grpc.local_addr().map_err(ServeError::Serve)?;
+    tracing::info!(%grpc, "grpc rate limit service up");
+    tracing::info!(%local, %grpc, policy = %args.policy.display(), "ratewarden listening");
+    let app = router(AppState {
+        engine: engine.clone(),
+        metrics,
+        admin_token: args.admin_token.filter(|t| !t.is_empty()).map(Into::into),
+        reloader: Some(reloader),
+    });
+    serve_until(listeners, app, engine, shutdown).await?;
+    tracing::info!("stopped");
+    Ok(())
+}
+
+/// The engine over the store the policy names, with the daemon's one metrics registry.
+async fn build_engine(
+    args: &ServeArgs,
+    clock: Arc<dyn Clock>,
+) -> Result<(Arc<Engine>, Arc<Metrics>), ServeError> {
     let rules = rules::load(&args.policy, args.envoy_config.as_deref()).map_err(|errors| {
         ServeError::Policy {
             path: args.policy.display().to_string(),
@@ -106,29 +129,34 @@ pub async fn run(
         }
     })?;
     let policy = rules.policy.clone();
-    let system_clock = SystemClock::new();
-    let clock: Arc<dyn Clock> = Arc::new(system_clock.clone());
     let store = store::open(&policy.store, clock.clone()).await?;
     let remote = !matches!(store, store::Backend::Memory(_));
     if remote {
         warn_inexact_limits(&policy);
     }
-    let max_keys = policy.store.max_keys.get();
     let metrics = Arc::new(Metrics::new());
-    let model_path = policy.adaptive.anomaly.model.clone();
     let mut engine = Engine::new(rules, store, hasher_from(args.hash_key.as_deref()))
         .with_metrics(metrics.clone())
         .with_clock(clock.clone());
     if remote {
         // store.on_error: local answers from this per-instance limiter while the store fails.
-        engine = engine.with_fallback(MemoryStore::new(clock, max_keys));
+        engine = engine.with_fallback(MemoryStore::new(clock, policy.store.max_keys.get()));
     }
-    let engine = Arc::new(engine);
+    Ok((Arc::new(engine), metrics))
+}
 
+/// The model, the policy watch, the control loop and the store sweep; the reloader is the
+/// admin API's too.
+fn start_background_tasks(
+    args: &ServeArgs,
+    engine: &Arc<Engine>,
+    metrics: &Arc<Metrics>,
+    system_clock: SystemClock,
+) -> Reloader {
     // A missing or bad model does not stop the daemon: it limits without anomaly scaling
     // until the file appears (the watch below) or a reload loads it.
     let model = Arc::new(ModelSlot::new(metrics.clone()));
-    let _ = model.load(model_path.as_deref());
+    let _ = model.load(engine.policy().adaptive.anomaly.model.as_deref());
     let reloader = Reloader::new(args.policy.clone(), engine.clone(), model.clone())
         .with_envoy_config(args.envoy_config.clone());
     reloader.clone().spawn_watch();
@@ -146,18 +174,17 @@ pub async fn run(
             sweeper.store().sweep();
         }
     });
+    reloader
+}
 
-    let local = listeners.http.local_addr().map_err(ServeError::Serve)?;
-    let grpc = listeners.grpc.local_addr().map_err(ServeError::Serve)?;
-    tracing::info!(%grpc, "grpc rate limit service up");
-    tracing::info!(%local, %grpc, policy = %args.policy.display(), "ratewarden listening");
-    let app = router(AppState {
-        engine: engine.clone(),
-        metrics: metrics.clone(),
-        admin_token: args.admin_token.filter(|t| !t.is_empty()).map(Into::into),
-        reloader: Some(reloader),
-    });
-    // One signal stops both servers; each then finishes the calls in flight.
+/// Serves HTTP and gRPC until `shutdown`; one signal stops both, and each then finishes the
+/// calls in flight.
+async fn serve_until(
+    listeners: Listeners,
+    app: axum::Router,
+    engine: Arc<Engine>,
+    shutdown: impl Future<Output = ()> + Send + 'static,
+) -> Result<(), ServeError> {
     let (stop, stopped) = tokio::sync::watch::channel(false);
     tokio::spawn(async move {
         shutdown.await;
@@ -181,7 +208,6 @@ pub async fn run(
         served = both => { served?; }
         () = grace => tracing::warn!("connections still open {SHUTDOWN_GRACE:?} after the stop signal; stopping anyway"),
     }
-    tracing::info!("stopped");
     Ok(())
 }
 

@@ -73,27 +73,27 @@ pub struct Decision {
 
 impl Decision {
     pub fn from_applied(plan: Plan, applied: &Applied) -> Decision {
-        let verdict = Verdict::of(&plan, applied);
-        let head = verdict.headline.map(|i| applied.checks[i].outcome);
+        let findings = Findings::of(&plan, applied);
+        let head = findings.headline.map(|i| applied.checks[i].outcome);
         Decision {
             allowed: applied.admitted,
             limit: head.map(|o| o.limit),
             remaining: head.map(|o| o.remaining),
             reset_after: head.map_or(0, |o| o.reset_after),
-            retry_after: verdict.retry_after,
-            reason: verdict.reason,
-            shadow: verdict.shadow,
+            retry_after: findings.retry_after,
+            reason: findings.reason,
+            shadow: findings.shadow,
             degraded: false,
             scale: plan.reported_scale(),
             load_factor: plan.load_factor,
             abuse_score: plan.abuse_score,
             cost: plan.cost,
-            cost_exceeds_limit: verdict.cost_exceeds_limit,
+            cost_exceeds_limit: findings.cost_exceeds_limit,
             near_limit: applied.admitted
                 && head.is_some_and(|o| o.remaining.saturating_mul(5) <= o.limit),
-            headline: verdict.headline,
-            violated: verdict.violated,
-            shadow_violated: verdict.shadow_violated,
+            headline: findings.headline,
+            violated: findings.violated,
+            shadow_violated: findings.shadow_violated,
             resolved: plan.resolved,
         }
     }
@@ -133,7 +133,7 @@ impl Decision {
 }
 
 /// What the outcomes of one request's checks add up to.
-struct Verdict {
+struct Findings {
     headline: Option<usize>,
     violated: SmallVec<[usize; 4]>,
     shadow_violated: SmallVec<[usize; 4]>,
@@ -143,8 +143,8 @@ struct Verdict {
     cost_exceeds_limit: bool,
 }
 
-impl Verdict {
-    fn of(plan: &Plan, applied: &Applied) -> Verdict {
+impl Findings {
+    fn of(plan: &Plan, applied: &Applied) -> Findings {
         let resolved = &plan.resolved;
         let checks = &applied.checks;
         let enforced = |i: &usize| resolved.limit(*i).is_some_and(|l| !l.shadow);
@@ -172,7 +172,7 @@ impl Verdict {
                 .all(|i| checks[i].probes[probe])
         };
         let flagged = plan.anomaly_factor != 1.0;
-        let mut verdict = Verdict {
+        let mut findings = Findings {
             headline,
             shadow: !shadow_violated.is_empty(),
             violated: SmallVec::new(),
@@ -182,10 +182,10 @@ impl Verdict {
             cost_exceeds_limit: false,
         };
         if applied.admitted {
-            verdict.shadow |= flagged && !plan.anomaly_enforced && !all_pass_at(1);
-            return verdict;
+            findings.shadow |= flagged && !plan.anomaly_enforced && !all_pass_at(1);
+            return findings;
         }
-        verdict.retry_after = violated
+        findings.retry_after = violated
             .iter()
             .map(|&i| checks[i].outcome.retry_after)
             .try_fold(0, |acc, r| r.map(|r| acc.max(r)));
@@ -193,9 +193,9 @@ impl Verdict {
         let beyond_effective = violated
             .iter()
             .any(|&i| checks[i].outcome.retry_after.is_none());
-        verdict.reason = Some(if beyond_base {
-            verdict.cost_exceeds_limit = true;
-            verdict.retry_after = None;
+        findings.reason = Some(if beyond_base {
+            findings.cost_exceeds_limit = true;
+            findings.retry_after = None;
             Reason::Quota
         } else if flagged && plan.anomaly_enforced && all_pass_at(1) {
             Reason::Anomaly
@@ -210,8 +210,8 @@ impl Verdict {
         } else {
             burst_or_quota(checks, &violated, resolved)
         });
-        verdict.violated = violated;
-        verdict
+        findings.violated = violated;
+        findings
     }
 }
 

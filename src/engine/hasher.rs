@@ -10,6 +10,16 @@ use std::sync::Arc;
 
 const CONTEXT: &str = "ratewarden 2026-11-22 subject keys";
 
+/// Bytes hashed before a value, so equal bytes of different kinds (a user id and an address,
+/// an endpoint and an address) never share a hash.
+mod tag {
+    pub const USER: u8 = b'u';
+    pub const IPV4: u8 = b'4';
+    pub const IPV6: u8 = b'6';
+    pub const DESCRIPTOR: u8 = b'd';
+    pub const ENDPOINT: u8 = b'e';
+}
+
 /// How many users' hashes are kept: hot subjects then skip BLAKE3, a third of a decision.
 const CACHED_USERS: usize = 1 << 16;
 
@@ -83,7 +93,7 @@ impl SubjectHasher {
         if let Some(hash) = self.users.get(user) {
             return hash;
         }
-        let hash = self.hash(b'u', user.as_bytes());
+        let hash = self.hash(tag::USER, user.as_bytes());
         self.users.insert(user.into(), hash);
         hash
     }
@@ -91,15 +101,15 @@ impl SubjectHasher {
     /// IPv4-mapped IPv6 addresses hash as their IPv4 form: one client, one key.
     pub fn ip(&self, ip: IpAddr) -> KeyHash {
         match ip.to_canonical() {
-            IpAddr::V4(v4) => self.hash(b'4', &v4.octets()),
-            IpAddr::V6(v6) => self.hash(b'6', &v6.octets()),
+            IpAddr::V4(v4) => self.hash(tag::IPV4, &v4.octets()),
+            IpAddr::V6(v6) => self.hash(tag::IPV6, &v6.octets()),
         }
     }
 
     /// A hash for other identifiers (Envoy descriptor values), kept apart from users and IPs.
     pub fn other(&self, domain: &str, value: &str) -> KeyHash {
         let mut hasher = blake3::Hasher::new_keyed(&self.key);
-        hasher.update(b"d");
+        hasher.update(&[tag::DESCRIPTOR]);
         hasher.update(&(domain.len() as u64).to_le_bytes());
         hasher.update(domain.as_bytes());
         hasher.update(value.as_bytes());
@@ -108,8 +118,13 @@ impl SubjectHasher {
         KeyHash(u128::from_le_bytes(first))
     }
 
+    /// [`SubjectHasher::feature`] of an endpoint path.
+    pub fn feature_endpoint(&self, endpoint: &str) -> u64 {
+        self.feature(tag::ENDPOINT, endpoint.as_bytes())
+    }
+
     /// A 64-bit keyed hash of a feature value (an endpoint path, an address).
-    pub fn feature(&self, tag: u8, bytes: &[u8]) -> u64 {
+    fn feature(&self, tag: u8, bytes: &[u8]) -> u64 {
         use std::hash::Hasher;
         let mut hasher =
             siphasher::sip::SipHasher13::new_with_keys(self.feature_key.0, self.feature_key.1);
@@ -121,8 +136,8 @@ impl SubjectHasher {
     /// [`SubjectHasher::feature`] of an address, in its canonical form.
     pub fn feature_ip(&self, ip: IpAddr) -> u64 {
         match ip.to_canonical() {
-            IpAddr::V4(v4) => self.feature(b'4', &v4.octets()),
-            IpAddr::V6(v6) => self.feature(b'6', &v6.octets()),
+            IpAddr::V4(v4) => self.feature(tag::IPV4, &v4.octets()),
+            IpAddr::V6(v6) => self.feature(tag::IPV6, &v6.octets()),
         }
     }
 }

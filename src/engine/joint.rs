@@ -1,5 +1,5 @@
 //! Several planned requests decided together, all or nothing: the descriptors of one Envoy
-//! call (envoy.md: "checked together, all or nothing, as on HTTP").
+//! call (checked together, all or nothing, as on HTTP).
 //!
 //! Their checks go to the store as one request, so one atomic step (one Lua script on Redis)
 //! decides them all. Two descriptors that count the same limit under the same key (one user's

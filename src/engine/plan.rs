@@ -92,7 +92,7 @@ impl Plan {
                 let mut rate = limit.rate(scales.enforced);
                 let base = limit.base_rate();
                 if self.cost > base.capacity() {
-                    // A cost above the base limit never passes (api.md), even while a load
+                    // A cost above the base limit never passes, even while a load
                     // factor above 1 lifts the effective limit over it.
                     rate.requests = rate.requests.min(base.requests);
                     rate.burst = rate.burst.min(base.burst);

@@ -15,9 +15,6 @@ pub(super) enum EndpointChoice {
     Default,
 }
 
-/// Tag bytes that keep the keyed hashes of feature values of different kinds apart.
-pub(super) const ENDPOINT_FEATURE_TAG: u8 = b'e';
-
 impl<S: Store> Engine<S> {
     /// Resolves tier, rule, keys and scales for a request. A tier named by the request must
     /// exist; a stored tier the policy no longer has falls back to the default tier.
@@ -53,9 +50,7 @@ impl<S: Store> Engine<S> {
         };
         let user = self.hasher.user(request.user);
         let trace = FeatureTrace {
-            endpoint: self
-                .hasher
-                .feature(ENDPOINT_FEATURE_TAG, request.endpoint.as_bytes()),
+            endpoint: self.hasher.feature_endpoint(request.endpoint),
             ip: request.ip.map(|ip| self.hasher.feature_ip(ip)),
         };
         Ok(self.scaled_plan(resolved, user, ip, Some(user), request.cost, Some(trace)))

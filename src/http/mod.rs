@@ -50,7 +50,7 @@ pub struct AppState {
 #[derive(OpenApi)]
 #[openapi(info(
     title = "ratewarden",
-    description = "An adaptive, anomaly-aware rate limiter. See README.md and shared/spec/api.md."
+    description = "An adaptive, anomaly-aware rate limiter. See docs/reference/http-api.md in the repository."
 ))]
 struct ApiDoc;
 

@@ -13,6 +13,7 @@ use ratewarden::clock::ManualClock;
 use ratewarden::engine::{Engine, SubjectHasher};
 use ratewarden::metrics::Metrics;
 use ratewarden::policy::Policy;
+use ratewarden::rules::Rules;
 use ratewarden::store::{Backend, MemoryStore};
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
@@ -62,17 +63,23 @@ impl Drop for Server {
     }
 }
 
-/// `policy` YAML with `envoy_config` set to `envoy_dir` when given.
-pub fn policy_with(policy: &str, envoy_dir: Option<&Path>) -> Policy {
+/// `policy` YAML with `envoy_config` set to `envoy_dir` (and that folder loaded) when given.
+pub fn policy_with(policy: &str, envoy_dir: Option<&Path>) -> Rules {
     let text = match envoy_dir {
         Some(dir) => format!("{policy}\nenvoy_config: {}\n", dir.display()),
         None => policy.to_owned(),
     };
-    Policy::from_yaml(&text, Path::new(".")).expect("test policy is valid")
+    let policy = Policy::from_yaml(&text, Path::new(".")).expect("test policy is valid");
+    Rules {
+        policy: Arc::new(policy),
+        envoy: envoy_dir.map(|dir| {
+            Arc::new(ratewarden::rules::load_envoy_folder(dir).expect("test folder is valid"))
+        }),
+    }
 }
 
 /// Serves an engine on the embedded store.
-pub async fn start(policy: Policy) -> Server {
+pub async fn start(policy: Rules) -> Server {
     let clock = ManualClock::starting_at(START);
     let store = Backend::Memory(MemoryStore::new(Arc::new(clock.clone()), 1_000_000));
     let engine = Engine::new(

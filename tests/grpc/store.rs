@@ -34,7 +34,9 @@ async fn on_redis(redis: &RedisServer, on_error: &str, envoy: &std::path::Path) 
     );
     let policy = policy_with(&yaml, Some(envoy));
     let clock: Arc<dyn Clock> = Arc::new(SystemClock::new());
-    let backend = store::open(&policy.store, clock.clone()).await.unwrap();
+    let backend = store::open(&policy.policy.store, clock.clone())
+        .await
+        .unwrap();
     let engine = Engine::new(
         policy,
         backend,
