@@ -84,11 +84,13 @@ pub fn load_envoy_folder(dir: &Path) -> Result<EnvoyConfig, EnvoyConfigErrors> {
     }
 }
 
-/// The `*.yaml` and `*.yml` files of a folder as (name, text), in name order, with an error
-/// for each that could not be read.
+/// A folder's files as (name, text), in name order.
+type FolderFiles = Vec<(String, String)>;
+
+/// The `*.yaml` and `*.yml` files of a folder, with an error for each that could not be read.
 fn read_envoy_folder(
     dir: &Path,
-) -> Result<(Vec<(String, String)>, Vec<EnvoyConfigError>), EnvoyConfigErrors> {
+) -> Result<(FolderFiles, Vec<EnvoyConfigError>), EnvoyConfigErrors> {
     let folder_error = |message: String| {
         EnvoyConfigErrors(vec![EnvoyConfigError {
             file: dir.display().to_string(),
