@@ -2,6 +2,7 @@
 //!
 //! Labels carry rule and tier names from the policy, never raw user ids, IPs or paths.
 
+use prometheus::core::Collector;
 use prometheus::{
     Encoder, Gauge, Histogram, HistogramOpts, HistogramVec, IntCounterVec, IntGauge, IntGaugeVec,
     Opts, Registry, TextEncoder,
@@ -96,153 +97,185 @@ impl Default for Metrics {
     }
 }
 
+/// A metric's name and help text, and its label names when it has any.
+struct Family {
+    name: &'static str,
+    help: &'static str,
+    labels: &'static [&'static str],
+}
+
+// The catalogue, one family per `Metrics` field.
+const DECISIONS: Family = Family {
+    name: "ratewarden_decisions_total",
+    help: "Decisions, by the limit that denied (else the one with the least remaining)",
+    labels: &["rule", "tier", "outcome"],
+};
+const REJECTIONS: Family = Family {
+    name: "ratewarden_rejections_total",
+    help: "Denied requests by reason",
+    labels: &["rule", "tier", "reason"],
+};
+const BURSTS: Family = Family {
+    name: "ratewarden_bursts_total",
+    help: "Denials by a burst limit while the sustained limit still had room",
+    labels: &["rule", "tier"],
+};
+const NEAR_LIMIT: Family = Family {
+    name: "ratewarden_near_limit_total",
+    help: "Allowed requests with 20% or less of the limit left",
+    labels: &["rule", "tier"],
+};
+const DECISION_DURATION: Family = Family {
+    name: "ratewarden_decision_duration_seconds",
+    help: "Time to decide a request, by API",
+    labels: &["api"],
+};
+const STORE_DURATION: Family = Family {
+    name: "ratewarden_store_duration_seconds",
+    help: "Time of one store round trip",
+    labels: &["store"],
+};
+const STORE_ERRORS: Family = Family {
+    name: "ratewarden_store_errors_total",
+    help: "Store failures, by what the decision did (store.on_error)",
+    labels: &["store", "action"],
+};
+const TIER_CACHE_REQUESTS: Family = Family {
+    name: "ratewarden_tier_cache_requests_total",
+    help: "Lookups of the local tier cache",
+    labels: &["result"],
+};
+const CONFIG_RELOADS: Family = Family {
+    name: "ratewarden_config_reloads_total",
+    help: "Policy and model reloads",
+    labels: &["kind", "result"],
+};
+const REPORTS: Family = Family {
+    name: "ratewarden_reports_total",
+    help: "Upstream outcomes reported through /v1/report, by status class",
+    labels: &["class"],
+};
+const ENVOY_UNMATCHED: Family = Family {
+    name: "ratewarden_envoy_unmatched_total",
+    help: "Envoy descriptors that matched no limit, by domain (\"native\" for domains no envoy configuration file names)",
+    labels: &["domain"],
+};
+const LOAD_FACTOR: Family = Family {
+    name: "ratewarden_load_factor",
+    help: "The load factor in force",
+    labels: &[],
+};
+const SYSTEM_CPU_RATIO: Family = Family {
+    name: "ratewarden_system_cpu_ratio",
+    help: "Smoothed CPU use, 0 to 1",
+    labels: &[],
+};
+const FLAGGED_SUBJECTS: Family = Family {
+    name: "ratewarden_flagged_subjects",
+    help: "Subjects at or over the anomaly threshold",
+    labels: &[],
+};
+const ABUSE_SCORE: Family = Family {
+    name: "ratewarden_abuse_score",
+    help: "Scores of the subjects scored in the last cycle",
+    labels: &[],
+};
+const CONTROL_CYCLE_DURATION: Family = Family {
+    name: "ratewarden_control_cycle_duration_seconds",
+    help: "Time of one control cycle",
+    labels: &[],
+};
+const MODEL_INFO: Family = Family {
+    name: "ratewarden_model_info",
+    help: "The abuse model in force (1)",
+    labels: &["version", "kind"],
+};
+
+/// Registers `metric` and hands it back: the registry keeps a clone, which shares its series.
+fn registered<M: Collector + Clone + 'static>(
+    registry: &Registry,
+    metric: prometheus::Result<M>,
+) -> M {
+    let metric = metric.expect("valid metric");
+    registry
+        .register(Box::new(metric.clone()))
+        .expect("registered once");
+    metric
+}
+
+impl Family {
+    fn opts(&self) -> Opts {
+        Opts::new(self.name, self.help)
+    }
+
+    fn histogram_opts(&self, buckets: Vec<f64>) -> HistogramOpts {
+        HistogramOpts::new(self.name, self.help).buckets(buckets)
+    }
+
+    fn counter_vec(&self, registry: &Registry) -> IntCounterVec {
+        registered(registry, IntCounterVec::new(self.opts(), self.labels))
+    }
+
+    fn histogram_vec(&self, registry: &Registry, buckets: &[f64]) -> HistogramVec {
+        let opts = self.histogram_opts(buckets.to_vec());
+        registered(registry, HistogramVec::new(opts, self.labels))
+    }
+
+    fn histogram(&self, registry: &Registry, buckets: Vec<f64>) -> Histogram {
+        registered(registry, Histogram::with_opts(self.histogram_opts(buckets)))
+    }
+
+    fn gauge(&self, registry: &Registry) -> Gauge {
+        registered(registry, Gauge::with_opts(self.opts()))
+    }
+
+    fn int_gauge(&self, registry: &Registry) -> IntGauge {
+        registered(registry, IntGauge::with_opts(self.opts()))
+    }
+
+    fn int_gauge_vec(&self, registry: &Registry) -> IntGaugeVec {
+        registered(registry, IntGaugeVec::new(self.opts(), self.labels))
+    }
+}
+
+/// Abuse score buckets: tenths from 0.1 to 1.
+fn score_buckets() -> Vec<f64> {
+    (1..=10).map(|i| f64::from(i) / 10.0).collect()
+}
+
 impl Metrics {
     pub fn new() -> Self {
         let registry = Registry::new();
-        let counter = |name: &str, help: &str, labels: &[&str]| {
-            let c = IntCounterVec::new(Opts::new(name, help), labels).expect("valid metric");
-            registry
-                .register(Box::new(c.clone()))
-                .expect("registered once");
-            c
+        let metrics = Self {
+            decisions: DECISIONS.counter_vec(&registry),
+            rejections: REJECTIONS.counter_vec(&registry),
+            bursts: BURSTS.counter_vec(&registry),
+            near_limit: NEAR_LIMIT.counter_vec(&registry),
+            decision_duration: DECISION_DURATION.histogram_vec(&registry, LATENCY_BUCKETS),
+            store_duration: STORE_DURATION.histogram_vec(&registry, LATENCY_BUCKETS),
+            store_errors: STORE_ERRORS.counter_vec(&registry),
+            tier_cache_requests: TIER_CACHE_REQUESTS.counter_vec(&registry),
+            config_reloads: CONFIG_RELOADS.counter_vec(&registry),
+            reports: REPORTS.counter_vec(&registry),
+            envoy_unmatched: ENVOY_UNMATCHED.counter_vec(&registry),
+            load_factor: LOAD_FACTOR.gauge(&registry),
+            system_cpu_ratio: SYSTEM_CPU_RATIO.gauge(&registry),
+            flagged_subjects: FLAGGED_SUBJECTS.int_gauge(&registry),
+            abuse_score: ABUSE_SCORE.histogram(&registry, score_buckets()),
+            control_cycle_duration: CONTROL_CYCLE_DURATION
+                .histogram(&registry, LATENCY_BUCKETS.to_vec()),
+            model_info: MODEL_INFO.int_gauge_vec(&registry),
+            registry,
         };
-        let histogram = |name: &str, help: &str, labels: &[&str], buckets: &[f64]| {
-            let h = HistogramVec::new(
-                HistogramOpts::new(name, help).buckets(buckets.to_vec()),
-                labels,
-            )
-            .expect("valid metric");
-            registry
-                .register(Box::new(h.clone()))
-                .expect("registered once");
-            h
-        };
-        let decisions = counter(
-            "ratewarden_decisions_total",
-            "Decisions, by the limit that denied (else the one with the least remaining)",
-            &["rule", "tier", "outcome"],
-        );
-        let rejections = counter(
-            "ratewarden_rejections_total",
-            "Denied requests by reason",
-            &["rule", "tier", "reason"],
-        );
-        let bursts = counter(
-            "ratewarden_bursts_total",
-            "Denials by a burst limit while the sustained limit still had room",
-            &["rule", "tier"],
-        );
-        let near_limit = counter(
-            "ratewarden_near_limit_total",
-            "Allowed requests with 20% or less of the limit left",
-            &["rule", "tier"],
-        );
-        let decision_duration = histogram(
-            "ratewarden_decision_duration_seconds",
-            "Time to decide a request, by API",
-            &["api"],
-            LATENCY_BUCKETS,
-        );
-        let store_duration = histogram(
-            "ratewarden_store_duration_seconds",
-            "Time of one store round trip",
-            &["store"],
-            LATENCY_BUCKETS,
-        );
-        let store_errors = counter(
-            "ratewarden_store_errors_total",
-            "Store failures, by what the decision did (store.on_error)",
-            &["store", "action"],
-        );
-        let tier_cache_requests = counter(
-            "ratewarden_tier_cache_requests_total",
-            "Lookups of the local tier cache",
-            &["result"],
-        );
-        let config_reloads = counter(
-            "ratewarden_config_reloads_total",
-            "Policy and model reloads",
-            &["kind", "result"],
-        );
         // Every series from the start, at 0: Prometheus sees no increase in a series that is
         // born at 1, so a first failed reload would otherwise never fire an alert.
         for kind in ["policy", "model"] {
             for result in ["success", "error"] {
-                config_reloads.with_label_values(&[kind, result]);
+                metrics.config_reloads.with_label_values(&[kind, result]);
             }
         }
-        let reports = counter(
-            "ratewarden_reports_total",
-            "Upstream outcomes reported through /v1/report, by status class",
-            &["class"],
-        );
-        let envoy_unmatched = counter(
-            "ratewarden_envoy_unmatched_total",
-            "Envoy descriptors that matched no limit, by domain (\"native\" for domains no envoy configuration file names)",
-            &["domain"],
-        );
-        let load_factor =
-            Gauge::new("ratewarden_load_factor", "The load factor in force").expect("valid metric");
-        let system_cpu_ratio =
-            Gauge::new("ratewarden_system_cpu_ratio", "Smoothed CPU use, 0 to 1")
-                .expect("valid metric");
-        let flagged_subjects = IntGauge::new(
-            "ratewarden_flagged_subjects",
-            "Subjects at or over the anomaly threshold",
-        )
-        .expect("valid metric");
-        let abuse_score = Histogram::with_opts(
-            HistogramOpts::new(
-                "ratewarden_abuse_score",
-                "Scores of the subjects scored in the last cycle",
-            )
-            .buckets((1..=10).map(|i| f64::from(i) / 10.0).collect()),
-        )
-        .expect("valid metric");
-        let control_cycle_duration = Histogram::with_opts(
-            HistogramOpts::new(
-                "ratewarden_control_cycle_duration_seconds",
-                "Time of one control cycle",
-            )
-            .buckets(LATENCY_BUCKETS.to_vec()),
-        )
-        .expect("valid metric");
-        let model_info = IntGaugeVec::new(
-            Opts::new("ratewarden_model_info", "The abuse model in force (1)"),
-            &["version", "kind"],
-        )
-        .expect("valid metric");
-        for metric in [
-            Box::new(load_factor.clone()) as Box<dyn prometheus::core::Collector>,
-            Box::new(system_cpu_ratio.clone()),
-            Box::new(flagged_subjects.clone()),
-            Box::new(abuse_score.clone()),
-            Box::new(control_cycle_duration.clone()),
-            Box::new(model_info.clone()),
-        ] {
-            registry.register(metric).expect("registered once");
-        }
-        load_factor.set(1.0);
-        Self {
-            registry,
-            decisions,
-            rejections,
-            bursts,
-            near_limit,
-            decision_duration,
-            store_duration,
-            store_errors,
-            load_factor,
-            system_cpu_ratio,
-            abuse_score,
-            flagged_subjects,
-            control_cycle_duration,
-            tier_cache_requests,
-            config_reloads,
-            model_info,
-            reports,
-            envoy_unmatched,
-        }
+        metrics.load_factor.set(1.0);
+        metrics
     }
 
     /// The time one API call took to decide (a whole batch counts once).

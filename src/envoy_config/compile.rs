@@ -155,63 +155,16 @@ fn rule(
         None => None,
         Some(v) => scalar(e, &at("name"), v),
     };
-    let mut replaces = Vec::new();
-    for (i, replace) in raw.replaces.iter().flatten().enumerate() {
-        let replace_path = format!("{}[{i}]", at("replaces"));
-        e.unknown_keys(&replace_path, &replace.unknown, &["name"]);
-        let name_path = join(&replace_path, "name");
-        if let Some(name) = e
-            .required(&name_path, &replace.name)
-            .and_then(|v| scalar(e, &name_path, v))
-        {
-            replaces.push(name);
-        }
-    }
-    let present = |leaf: &Option<Value>| leaf.as_ref().is_some_and(|v| !v.is_null());
+    let replaces = replaces(e, &at("replaces"), raw);
     if unlimited {
-        for (key, leaf) in [
-            ("unit", &raw.unit),
-            ("requests_per_unit", &raw.requests_per_unit),
-            ("algorithm", &raw.algorithm),
-            ("adaptive", &raw.adaptive),
-        ] {
-            if present(leaf) {
-                e.push(&at(key), "must not be set on an unlimited rate limit");
-            }
-        }
+        refuse_limit_keys(e, path, raw);
         return Some(Rule::Unlimited);
     }
-    let unit = e.required(&at("unit"), &raw.unit).and_then(|v| match v {
-        Value::String(s) => Unit::from_name(s).or_else(|| {
-            e.push(&at("unit"), format!("unknown unit \"{s}\""));
-            None
-        }),
-        _ => {
-            e.push(&at("unit"), "must be a string");
-            None
-        }
-    });
+    let unit = unit(e, &at("unit"), &raw.unit);
     let requests = e
         .required(&at("requests_per_unit"), &raw.requests_per_unit)
         .and_then(|v| e.count(&at("requests_per_unit"), v, 0, MAX_REQUESTS));
-    let algorithm = match raw.algorithm.as_ref().filter(|v| !v.is_null()) {
-        None => Some(Algorithm::FixedWindow),
-        Some(Value::String(s)) => Algorithm::from_name(s).or_else(|| {
-            let known: Vec<_> = Algorithm::ALL.iter().map(|a| a.name()).collect();
-            e.push(
-                &at("algorithm"),
-                format!(
-                    "unknown algorithm \"{s}\" (expected one of {})",
-                    known.join(", ")
-                ),
-            );
-            None
-        }),
-        Some(_) => {
-            e.push(&at("algorithm"), "must be a string");
-            None
-        }
-    };
+    let algorithm = algorithm(e, &at("algorithm"), &raw.algorithm);
     let adaptive = e.boolean(&at("adaptive"), &raw.adaptive, true);
     let (unit, algorithm) = (unit?, algorithm?);
     let shown = name.clone().unwrap_or_else(|| tree_path.to_owned());
@@ -226,11 +179,7 @@ fn rule(
             replaces,
         }));
     };
-    // Config values may be addresses or ids: the store sees a hash of where the limit is.
-    let id = format!(
-        "x:{:016x}",
-        crate::policy::hash_limit_id(&format!("{domain}\0{tree_path}\0{algorithm}"))
-    );
+    let id = limit_id(domain, tree_path, algorithm);
     let limit = Limit {
         id_hash: crate::policy::hash_limit_id(&id),
         id,
@@ -249,6 +198,86 @@ fn rule(
         name,
         replaces,
     }))
+}
+
+/// The names of the limits `replaces` lists; `at` is its path.
+fn replaces(e: &mut Errors, at: &str, raw: &RawRateLimit) -> Vec<String> {
+    let mut names = Vec::new();
+    for (i, replace) in raw.replaces.iter().flatten().enumerate() {
+        let replace_path = format!("{at}[{i}]");
+        e.unknown_keys(&replace_path, &replace.unknown, &["name"]);
+        let name_path = join(&replace_path, "name");
+        if let Some(name) = e
+            .required(&name_path, &replace.name)
+            .and_then(|v| scalar(e, &name_path, v))
+        {
+            names.push(name);
+        }
+    }
+    names
+}
+
+/// An unlimited rate limit has nothing to count with: any key that would is an error.
+fn refuse_limit_keys(e: &mut Errors, path: &str, raw: &RawRateLimit) {
+    let present = |leaf: &Option<Value>| leaf.as_ref().is_some_and(|v| !v.is_null());
+    for (key, leaf) in [
+        ("unit", &raw.unit),
+        ("requests_per_unit", &raw.requests_per_unit),
+        ("algorithm", &raw.algorithm),
+        ("adaptive", &raw.adaptive),
+    ] {
+        if present(leaf) {
+            e.push(
+                &join(path, key),
+                "must not be set on an unlimited rate limit",
+            );
+        }
+    }
+}
+
+/// `unit`, required; `at` is its path.
+fn unit(e: &mut Errors, at: &str, raw: &Option<Value>) -> Option<Unit> {
+    e.required(at, raw).and_then(|v| match v {
+        Value::String(s) => Unit::from_name(s).or_else(|| {
+            e.push(at, format!("unknown unit \"{s}\""));
+            None
+        }),
+        _ => {
+            e.push(at, "must be a string");
+            None
+        }
+    })
+}
+
+/// `algorithm`, a fixed window when absent (as envoyproxy/ratelimit counts); `at` is its path.
+fn algorithm(e: &mut Errors, at: &str, raw: &Option<Value>) -> Option<Algorithm> {
+    match raw.as_ref().filter(|v| !v.is_null()) {
+        None => Some(Algorithm::FixedWindow),
+        Some(Value::String(s)) => Algorithm::from_name(s).or_else(|| {
+            let known: Vec<_> = Algorithm::ALL.iter().map(|a| a.name()).collect();
+            e.push(
+                at,
+                format!(
+                    "unknown algorithm \"{s}\" (expected one of {})",
+                    known.join(", ")
+                ),
+            );
+            None
+        }),
+        Some(_) => {
+            e.push(at, "must be a string");
+            None
+        }
+    }
+}
+
+/// The limit's id in the store. Config values may be addresses or ids: the store sees a hash
+/// of where the limit is.
+fn limit_id(domain: &str, tree_path: &str, algorithm: Algorithm) -> String {
+    format!(
+        "x:{:016x}",
+        crate::policy::hash_limit_id(&format!("{domain}\0{tree_path}\0{algorithm}"))
+    )
 }
 
 /// A key, value or name: envoyproxy/ratelimit reads any YAML scalar as text.

@@ -2,13 +2,14 @@
 //! metrics, write the model. Progress goes to stderr (indicatif), results to stdout.
 
 use super::evaluate::Evaluation;
-use super::samples::{DEFAULT_EVERY, SampleOptions, feature_samples};
+use super::samples::{DEFAULT_EVERY, SampleOptions, Samples, feature_samples};
 use super::train::{TrainError, TrainOptions, TrainReport, train};
 use super::{ModelError, ModelKind};
-use crate::simulate::{ReadError, read_jsonl};
+use crate::policy::Policy;
+use crate::simulate::{ReadError, Traffic, read_jsonl};
 use indicatif::{ProgressBar, ProgressStyle};
 use std::io::BufReader;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 #[derive(Debug, Clone, clap::Args)]
@@ -77,11 +78,29 @@ pub fn run(args: &TrainArgs) -> Result<TrainReport, TrainCommandError> {
     if !(0.0..=1.0).contains(&threshold) {
         return Err(TrainCommandError::Threshold);
     }
-    let open_error = |source| TrainCommandError::Open {
-        path: args.data.clone(),
+    let traffic = read_traffic(&args.data)?;
+    let options = SampleOptions::from_policy(&policy, DEFAULT_EVERY);
+    let samples = replay_into_samples(policy, &traffic, &options)?;
+    print_data(&samples, &options);
+    let report = fit(args, &samples, threshold, &options)?;
+    print_report(&report);
+    report.model.save(&args.out)?;
+    println!(
+        "wrote {} ({} model, version {})",
+        args.out.display(),
+        report.model.kind(),
+        report.model.version()
+    );
+    Ok(report)
+}
+
+/// The jsonl traffic at `path`, in time order; unparsable lines are told on stderr and left
+/// out.
+fn read_traffic(path: &Path) -> Result<Traffic, TrainCommandError> {
+    let file = std::fs::File::open(path).map_err(|source| TrainCommandError::Open {
+        path: path.to_path_buf(),
         source,
-    };
-    let file = std::fs::File::open(&args.data).map_err(open_error)?;
+    })?;
     let size = file.metadata().map(|m| m.len()).unwrap_or(0);
     let reading = bar(
         size,
@@ -90,7 +109,7 @@ pub fn run(args: &TrainArgs) -> Result<TrainReport, TrainCommandError> {
     let mut traffic =
         read_jsonl(BufReader::new(file), |b| reading.set_position(b)).map_err(|source| {
             TrainCommandError::Read {
-                path: args.data.clone(),
+                path: path.to_path_buf(),
                 source,
             }
         })?;
@@ -102,8 +121,16 @@ pub fn run(args: &TrainArgs) -> Result<TrainReport, TrainCommandError> {
         }
     }
     traffic.records.sort_by(|a, b| a.ts.total_cmp(&b.ts));
+    Ok(traffic)
+}
 
-    let options = SampleOptions::from_policy(&policy, DEFAULT_EVERY);
+/// Replays the traffic through the policy's engine (on a runtime of its own: the samples
+/// need its async store) and samples the features.
+fn replay_into_samples(
+    policy: Policy,
+    traffic: &Traffic,
+    options: &SampleOptions,
+) -> Result<Samples, TrainCommandError> {
     let replaying = bar(
         traffic.records.len() as u64,
         "replaying [{bar:40}] {pos}/{len} requests {elapsed_precise}",
@@ -111,13 +138,15 @@ pub fn run(args: &TrainArgs) -> Result<TrainReport, TrainCommandError> {
     let runtime = tokio::runtime::Builder::new_current_thread()
         .build()
         .map_err(TrainCommandError::Runtime)?;
-    let samples = runtime.block_on(feature_samples(
-        policy,
-        &traffic.records,
-        &options,
-        |done| replaying.set_position(done),
-    ));
+    let samples = runtime.block_on(feature_samples(policy, &traffic.records, options, |done| {
+        replaying.set_position(done)
+    }));
     replaying.finish();
+    Ok(samples)
+}
+
+/// What the replay gave: requests, denials and subjects, then the samples.
+fn print_data(samples: &Samples, options: &SampleOptions) {
     println!(
         "data: {} requests ({:.1} % denied by the policy) from {} subjects; {} undecidable",
         samples.requests,
@@ -130,12 +159,20 @@ pub fn run(args: &TrainArgs) -> Result<TrainReport, TrainCommandError> {
         samples.samples.len(),
         options.describe()
     );
+}
 
+/// Fits the model under a spinner (linfa tells no progress).
+fn fit(
+    args: &TrainArgs,
+    samples: &Samples,
+    threshold: f64,
+    options: &SampleOptions,
+) -> Result<TrainReport, TrainCommandError> {
     let fitting = ProgressBar::new_spinner();
     fitting.set_message(format!("fitting {} with linfa", args.kind));
     fitting.enable_steady_tick(Duration::from_millis(120));
     let report = train(
-        &samples,
+        samples,
         &TrainOptions {
             kind: args.kind,
             seed: args.seed,
@@ -149,14 +186,6 @@ pub fn run(args: &TrainArgs) -> Result<TrainReport, TrainCommandError> {
         },
     )?;
     fitting.finish_and_clear();
-    print_report(&report);
-    report.model.save(&args.out)?;
-    println!(
-        "wrote {} ({} model, version {})",
-        args.out.display(),
-        report.model.kind(),
-        report.model.version()
-    );
     Ok(report)
 }
 

@@ -96,8 +96,6 @@ pub async fn feature_samples(
     mut progress: impl FnMut(u64),
 ) -> Samples {
     let interval = micros(options.interval).max(1);
-    let window_len = micros(options.window);
-    let cycles_per_sample = (micros(options.every) / interval).max(1);
     let first = records.first().map_or(0, |r| at_micros(r.ts));
     let clock = ManualClock::starting_at(first);
     let store = MemoryStore::new(Arc::new(clock.clone()), 50_000_000);
@@ -106,90 +104,127 @@ pub async fn feature_samples(
         store,
         SubjectHasher::from_secret("ratewarden train"),
     );
-    let recorder = Recorder::new(usize::MAX);
-    let mut window = ActivityWindow::new(options.window);
-    let mut ids: HashMap<KeyHash, u32> = HashMap::new();
-    let mut out = Samples::default();
+    let mut sampler = Sampler::new(options, interval);
     let mut next_cycle = (first / interval + 1) * interval;
-    let mut cycles = 0u64;
     let mut now = first;
-
-    let mut cycle = |at: Micros,
-                     window: &mut ActivityWindow,
-                     out: &mut Samples,
-                     ids: &HashMap<KeyHash, u32>| {
-        for (subject, pending) in recorder.drain(at.saturating_sub(window_len)) {
-            window.add(subject, at, &pending);
-        }
-        window.expire(at);
-        cycles += 1;
-        if cycles % cycles_per_sample == 0 {
-            let from = out.samples.len();
-            for (subject, activity) in window.totals(at) {
-                if activity.counters.requests < options.min_requests {
-                    continue;
-                }
-                if let Some(&index) = ids.get(&subject) {
-                    out.samples.push(Sample {
-                        subject: index,
-                        features: activity.features(at),
-                        abuse: out.subjects[index as usize].abuse,
-                    });
-                }
-            }
-            // The window is a hash map: its order changes from run to run; training must not.
-            out.samples[from..].sort_by_key(|s| s.subject);
-        }
-    };
-
     for (done, record) in records.iter().enumerate() {
         now = now.max(at_micros(record.ts));
         while now >= next_cycle {
-            cycle(next_cycle, &mut window, &mut out, &ids);
+            sampler.cycle(next_cycle);
             next_cycle += interval;
         }
         clock.set(now);
         let subject = engine.hasher().user(&record.user);
-        let index = *ids.entry(subject).or_insert_with(|| {
-            out.subjects.push(Subject {
-                user: record.user.clone(),
-                abuse: false,
-                archetype: record.archetype.clone(),
-            });
-            (out.subjects.len() - 1) as u32
-        });
-        out.labelled |= record.label.is_some();
-        out.subjects[index as usize].abuse |= record.label == Some(Label::Abuse);
-        let ip: Option<IpAddr> = record.ip.as_deref().and_then(|ip| ip.parse().ok());
-        let request = CheckRequest {
-            user: &record.user,
-            endpoint: &record.endpoint,
-            tier: record.tier.as_deref(),
-            ip,
-            cost: record.cost.and_then(Cost::new).unwrap_or(Cost::ONE),
-        };
-        let Ok(decision) = engine.check(&request).await else {
-            out.undecidable += 1;
+        sampler.note_subject(subject, record);
+        let Ok(decision) = engine.check(&check_request(record)).await else {
+            sampler.out.undecidable += 1;
             continue;
         };
-        out.requests += 1;
-        out.denied += u64::from(!decision.allowed);
-        let ip_hash = record.ip.as_deref().map(hash64);
-        recorder.record_request(
-            subject,
-            now,
-            hash64(&record.endpoint),
-            ip_hash,
-            !decision.allowed,
-        );
-        if let (true, Some(status)) = (decision.allowed, record.status) {
-            recorder.record_status(subject, now, status);
-        }
+        sampler.record(subject, now, record, decision.allowed);
         if done % 16_384 == 0 {
             progress(done as u64);
         }
     }
-    cycle(next_cycle, &mut window, &mut out, &ids);
+    sampler.cycle(next_cycle);
     progress(records.len() as u64);
-    out
+    sampler.out
+}
+
+/// What the engine is asked for one record.
+fn check_request(record: &TrafficRecord) -> CheckRequest<'_> {
+    let ip: Option<IpAddr> = record.ip.as_deref().and_then(|ip| ip.parse().ok());
+    CheckRequest {
+        user: &record.user,
+        endpoint: &record.endpoint,
+        tier: record.tier.as_deref(),
+        ip,
+        cost: record.cost.and_then(Cost::new).unwrap_or(Cost::ONE),
+    }
+}
+
+/// The control loop's side of the replay: requests recorded as the daemon records them,
+/// drained into the window every cycle, and sampled from it every `every`.
+struct Sampler<'a> {
+    options: &'a SampleOptions,
+    cycles_per_sample: u64,
+    cycles: u64,
+    recorder: Recorder,
+    window: ActivityWindow,
+    /// Each subject's index into `out.subjects`.
+    ids: HashMap<KeyHash, u32>,
+    out: Samples,
+}
+
+impl<'a> Sampler<'a> {
+    fn new(options: &'a SampleOptions, interval: Micros) -> Self {
+        Sampler {
+            options,
+            cycles_per_sample: (micros(options.every) / interval).max(1),
+            cycles: 0,
+            recorder: Recorder::new(usize::MAX),
+            window: ActivityWindow::new(options.window),
+            ids: HashMap::new(),
+            out: Samples::default(),
+        }
+    }
+
+    /// One control cycle at `at`: what was recorded joins the window, what fell out of it
+    /// goes, and every `cycles_per_sample`-th cycle is sampled.
+    fn cycle(&mut self, at: Micros) {
+        let window_len = micros(self.options.window);
+        for (subject, pending) in self.recorder.drain(at.saturating_sub(window_len)) {
+            self.window.add(subject, at, &pending);
+        }
+        self.window.expire(at);
+        self.cycles += 1;
+        if self.cycles % self.cycles_per_sample == 0 {
+            self.sample(at);
+        }
+    }
+
+    /// A sample of each subject with `min_requests` in the window.
+    fn sample(&mut self, at: Micros) {
+        let from = self.out.samples.len();
+        for (subject, activity) in self.window.totals(at) {
+            if activity.counters.requests < self.options.min_requests {
+                continue;
+            }
+            if let Some(&index) = self.ids.get(&subject) {
+                self.out.samples.push(Sample {
+                    subject: index,
+                    features: activity.features(at),
+                    abuse: self.out.subjects[index as usize].abuse,
+                });
+            }
+        }
+        // The window is a hash map: its order changes from run to run; training must not.
+        self.out.samples[from..].sort_by_key(|s| s.subject);
+    }
+
+    /// Adds the record's subject the first time it is seen, and its label every time.
+    fn note_subject(&mut self, subject: KeyHash, record: &TrafficRecord) {
+        let subjects = &mut self.out.subjects;
+        let index = *self.ids.entry(subject).or_insert_with(|| {
+            subjects.push(Subject {
+                user: record.user.clone(),
+                abuse: false,
+                archetype: record.archetype.clone(),
+            });
+            (subjects.len() - 1) as u32
+        });
+        self.out.labelled |= record.label.is_some();
+        self.out.subjects[index as usize].abuse |= record.label == Some(Label::Abuse);
+    }
+
+    /// Counts a decided request and records it (and, when allowed, its upstream status).
+    fn record(&mut self, subject: KeyHash, now: Micros, record: &TrafficRecord, allowed: bool) {
+        self.out.requests += 1;
+        self.out.denied += u64::from(!allowed);
+        let ip_hash = record.ip.as_deref().map(hash64);
+        self.recorder
+            .record_request(subject, now, hash64(&record.endpoint), ip_hash, !allowed);
+        if let (true, Some(status)) = (allowed, record.status) {
+            self.recorder.record_status(subject, now, status);
+        }
+    }
 }

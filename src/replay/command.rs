@@ -11,8 +11,9 @@ use super::sweep::{Sweep, SweepRow};
 use super::traffic::Traffic;
 use super::{plot, table};
 use crate::model::Model;
+use crate::simulate::Label;
 use indicatif::{ProgressBar, ProgressStyle};
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::time::Duration;
@@ -101,26 +102,8 @@ pub fn run(args: &ReplayArgs) -> Result<Report, ReplayError> {
         return Err(no_lines(args, &traffic));
     }
     let model_path = policy.adaptive.anomaly.model.clone();
-    let (model, model_problem) = match &model_path {
-        None => (None, None),
-        Some(path) => match Model::load(path) {
-            Ok(m) => (
-                Some(ModelInfo {
-                    path: path.clone(),
-                    kind: m.kind().label(),
-                    version: m.version().to_owned(),
-                }),
-                None,
-            ),
-            Err(e) => (None, Some(format!("{}: {e}", path.display()))),
-        },
-    };
-
-    let base = policy.adaptive.anomaly.threshold;
-    let mut thresholds = vec![base];
-    if let Some(sweep) = &args.sweep {
-        thresholds.extend(sweep.values.iter().filter(|v| (**v - base).abs() > 1e-12));
-    }
+    let (model, model_problem) = describe_model(model_path.as_deref());
+    let thresholds = thresholds(policy.adaptive.anomaly.threshold, args.sweep.as_ref());
     let secret = args.hash_key.as_deref().unwrap_or(DEFAULT_SECRET);
     let setup = |threshold| PassSetup {
         policy: &policy,
@@ -129,15 +112,6 @@ pub fn run(args: &ReplayArgs) -> Result<Report, ReplayError> {
         threshold,
     };
     let summaries = replay_all(args, &traffic, &thresholds, &setup)?;
-
-    let summary_at = |t: f64| summaries.iter().find(|s| (s.threshold - t).abs() <= 1e-12);
-    let sweep = args.sweep.as_ref().map(|sweep| {
-        sweep
-            .values
-            .iter()
-            .filter_map(|v| summary_at(*v).map(SweepRow::of))
-            .collect()
-    });
     let first = traffic.first().unwrap_or(0);
     let last = traffic.last().unwrap_or(first);
     let report = Report {
@@ -154,13 +128,61 @@ pub fn run(args: &ReplayArgs) -> Result<Report, ReplayError> {
         span_seconds: (last - first) as f64 / 1e6,
         load_factor: 1.0,
         summary: summaries[0].clone(),
-        sweep,
+        sweep: args
+            .sweep
+            .as_ref()
+            .map(|sweep| sweep_rows(sweep, &summaries)),
     };
     print!("{}", table::render(&report));
+    write_files(args, &report)?;
+    Ok(report)
+}
+
+/// The policy's model as the report names it, or why it cannot be used (the replay goes on
+/// without anomaly scaling, as the daemon would).
+fn describe_model(path: Option<&Path>) -> (Option<ModelInfo>, Option<String>) {
+    let Some(path) = path else {
+        return (None, None);
+    };
+    match Model::load(path) {
+        Ok(m) => (
+            Some(ModelInfo {
+                path: path.to_path_buf(),
+                kind: m.kind().label(),
+                version: m.version().to_owned(),
+            }),
+            None,
+        ),
+        Err(e) => (None, Some(format!("{}: {e}", path.display()))),
+    }
+}
+
+/// The thresholds to replay at: the policy's first (the report's summary), then the sweep's
+/// other values.
+fn thresholds(base: f64, sweep: Option<&Sweep>) -> Vec<f64> {
+    let mut thresholds = vec![base];
+    if let Some(sweep) = sweep {
+        thresholds.extend(sweep.values.iter().filter(|v| (**v - base).abs() > 1e-12));
+    }
+    thresholds
+}
+
+/// One row per sweep value, from the pass at that threshold.
+fn sweep_rows(sweep: &Sweep, summaries: &[Summary]) -> Vec<SweepRow> {
+    let summary_at = |t: f64| summaries.iter().find(|s| (s.threshold - t).abs() <= 1e-12);
+    sweep
+        .values
+        .iter()
+        .filter_map(|v| summary_at(*v).map(SweepRow::of))
+        .collect()
+}
+
+/// Writes `--report` and `--plot`, where asked for.
+fn write_files(args: &ReplayArgs, report: &Report) -> Result<(), ReplayError> {
     if let Some(path) = &args.report {
         let write = || -> std::io::Result<()> {
             let file = std::io::BufWriter::new(std::fs::File::create(path)?);
-            serde_json::to_writer_pretty(file, &report).map_err(std::io::Error::other)
+            serde_json::to_writer_pretty(file, report).map_err(std::io::Error::other)
         };
         write().map_err(|error| ReplayError::Write {
             path: path.clone(),
@@ -168,12 +190,12 @@ pub fn run(args: &ReplayArgs) -> Result<Report, ReplayError> {
         })?;
     }
     if let Some(path) = &args.plot {
-        plot::draw(&report, path).map_err(|message| ReplayError::Plot {
+        plot::draw(report, path).map_err(|message| ReplayError::Plot {
             path: path.clone(),
             message,
         })?;
     }
-    Ok(report)
+    Ok(())
 }
 
 fn no_lines(args: &ReplayArgs, traffic: &Traffic) -> ReplayError {
@@ -248,61 +270,23 @@ fn replay_all<'a>(
     let workers = std::thread::available_parallelism()
         .map_or(1, |n| n.get())
         .min(thresholds.len());
-    let next = AtomicUsize::new(0);
-    let results: parking_lot::Mutex<Vec<Option<Result<Summary, ReplayError>>>> =
-        parking_lot::Mutex::new((0..thresholds.len()).map(|_| None).collect());
+    let passes = Passes {
+        traffic,
+        labels: &labels,
+        thresholds,
+        setup,
+        writer: writer.as_ref(),
+        replaying: &replaying,
+        next: AtomicUsize::new(0),
+        results: parking_lot::Mutex::new((0..thresholds.len()).map(|_| None).collect()),
+    };
     std::thread::scope(|scope| {
         for _ in 0..workers {
-            scope.spawn(|| {
-                let runtime = match tokio::runtime::Builder::new_current_thread().build() {
-                    Ok(runtime) => runtime,
-                    Err(e) => {
-                        results.lock()[0] = Some(Err(ReplayError::Runtime(e)));
-                        return;
-                    }
-                };
-                loop {
-                    let index = next.fetch_add(1, Ordering::Relaxed);
-                    let Some(&threshold) = thresholds.get(index) else {
-                        return;
-                    };
-                    let reported = AtomicU64::new(0);
-                    let progress = |done: u64| {
-                        let before = reported.swap(done, Ordering::Relaxed);
-                        replaying.inc(done.saturating_sub(before));
-                    };
-                    let pass = setup(threshold);
-                    let result = match &writer {
-                        Some(writer) => writer.pass(index, threshold, traffic, |each| {
-                            runtime.block_on(replay_pass(traffic, &labels, &pass, each, progress))
-                        }),
-                        None => Ok(runtime.block_on(replay_pass(
-                            traffic,
-                            &labels,
-                            &pass,
-                            |_, _| {},
-                            progress,
-                        ))),
-                    };
-                    results.lock()[index] =
-                        Some(result.map_err(|(path, error)| ReplayError::Write { path, error }));
-                }
-            });
+            scope.spawn(|| passes.work());
         }
     });
     replaying.finish_and_clear();
-    let mut summaries = Vec::with_capacity(thresholds.len());
-    for result in results.into_inner() {
-        match result {
-            Some(Ok(summary)) => summaries.push(summary),
-            Some(Err(error)) => return Err(error),
-            None => {
-                return Err(ReplayError::Runtime(std::io::Error::other(
-                    "a replay pass did not finish",
-                )));
-            }
-        }
-    }
+    let summaries = passes.summaries()?;
     if let (Some(writer), Some(path)) = (writer, &args.decisions) {
         writer.finish().map_err(|error| ReplayError::Write {
             path: path.clone(),
@@ -310,4 +294,79 @@ fn replay_all<'a>(
         })?;
     }
     Ok(summaries)
+}
+
+/// The passes the worker threads share: each worker takes the next threshold until none is
+/// left, and puts its summary in that threshold's place.
+struct Passes<'p, 'a> {
+    traffic: &'p Traffic,
+    labels: &'p [Option<Label>],
+    thresholds: &'p [f64],
+    setup: &'p (dyn Fn(f64) -> PassSetup<'a> + Sync),
+    writer: Option<&'p DecisionWriter>,
+    replaying: &'p ProgressBar,
+    next: AtomicUsize,
+    results: parking_lot::Mutex<Vec<Option<Result<Summary, ReplayError>>>>,
+}
+
+impl Passes<'_, '_> {
+    /// One worker: a runtime of its own (the engine's store is async), then passes until
+    /// none is left.
+    fn work(&self) {
+        let runtime = match tokio::runtime::Builder::new_current_thread().build() {
+            Ok(runtime) => runtime,
+            Err(e) => {
+                self.results.lock()[0] = Some(Err(ReplayError::Runtime(e)));
+                return;
+            }
+        };
+        loop {
+            let index = self.next.fetch_add(1, Ordering::Relaxed);
+            let Some(&threshold) = self.thresholds.get(index) else {
+                return;
+            };
+            let result = self.pass(&runtime, index, threshold);
+            self.results.lock()[index] =
+                Some(result.map_err(|(path, error)| ReplayError::Write { path, error }));
+        }
+    }
+
+    /// Pass `index`, its decisions written when `--decisions` asks for them.
+    fn pass(
+        &self,
+        runtime: &tokio::runtime::Runtime,
+        index: usize,
+        threshold: f64,
+    ) -> Result<Summary, (PathBuf, std::io::Error)> {
+        let (traffic, labels) = (self.traffic, self.labels);
+        let reported = AtomicU64::new(0);
+        let progress = |done: u64| {
+            let before = reported.swap(done, Ordering::Relaxed);
+            self.replaying.inc(done.saturating_sub(before));
+        };
+        let pass = (self.setup)(threshold);
+        match self.writer {
+            Some(writer) => writer.pass(index, threshold, traffic, |each| {
+                runtime.block_on(replay_pass(traffic, labels, &pass, each, progress))
+            }),
+            None => Ok(runtime.block_on(replay_pass(traffic, labels, &pass, |_, _| {}, progress))),
+        }
+    }
+
+    /// The summaries in the order of the thresholds, or the first pass's error.
+    fn summaries(self) -> Result<Vec<Summary>, ReplayError> {
+        let mut summaries = Vec::with_capacity(self.thresholds.len());
+        for result in self.results.into_inner() {
+            match result {
+                Some(Ok(summary)) => summaries.push(summary),
+                Some(Err(error)) => return Err(error),
+                None => {
+                    return Err(ReplayError::Runtime(std::io::Error::other(
+                        "a replay pass did not finish",
+                    )));
+                }
+            }
+        }
+        Ok(summaries)
+    }
 }

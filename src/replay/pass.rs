@@ -58,72 +58,121 @@ pub async fn replay_pass(
     let Some(first) = traffic.first() else {
         return tally.finish(traffic, labels);
     };
-    let policy = setup.policy;
-    let clock = ManualClock::starting_at(first);
-    let store = MemoryStore::new(Arc::new(clock.clone()), MAX_KEYS);
-    let engine = Arc::new(
-        Engine::new(
-            policy.clone(),
-            Backend::Memory(store),
-            SubjectHasher::from_secret(setup.secret),
-        )
-        .with_clock(Arc::new(clock.clone())),
-    );
-    let mut thresholds = engine.scale_factors().thresholds();
-    thresholds.anomaly_threshold = setup.threshold;
-    engine.scale_factors().set_thresholds(thresholds);
-    let model = Arc::new(ModelSlot::new(engine.metrics().clone()));
-    // An unreadable model leaves the slot empty: limits without anomaly scaling, as the
-    // daemon does (the command reports it).
-    let _ = model.load(setup.model);
-    let mut control =
-        ControlLoop::new(engine.clone(), model, Box::new(NoCpu)).with_pinned_load_factor(1.0);
+    let mut daemon = Daemon::new(traffic, setup, first);
+    for (done, record) in traffic.records.iter().enumerate() {
+        daemon.cycles_until(record.at, &mut tally).await;
+        let result = daemon.check(record).await;
+        tally.add(record, &result);
+        each(record, &result);
+        if done % PROGRESS_EVERY == 0 {
+            progress(done as u64);
+        }
+    }
+    // One more cycle, so subjects flagged by their last requests are counted.
+    daemon.cycle(daemon.next_cycle, &mut tally).await;
+    progress(traffic.records.len() as u64);
+    tally.finish(traffic, labels)
+}
 
-    let by_hash: HashMap<KeyHash, u32> = traffic
-        .subjects
-        .iter()
-        .enumerate()
-        .map(|(i, s)| (engine.hasher().user(s), i as u32))
-        .collect();
-    let interval = micros(policy.adaptive.interval).max(1);
-    let anomaly = &policy.adaptive.anomaly;
-    // After this long without requests every window is empty and every flag has ended:
-    // cycles change nothing until the next request, so they are skipped.
-    let quiet = micros(anomaly.window) + micros(anomaly.hold) + 2 * interval;
-    let mut next_cycle = first + interval;
-    let mut next_sweep = first + micros(SWEEP_EVERY);
-    let mut last_request = first;
+/// The daemon's parts on the manual clock, and when its next control cycle and store sweep
+/// are due in log time.
+struct Daemon<'t> {
+    traffic: &'t Traffic,
+    clock: ManualClock,
+    engine: Arc<Engine>,
+    control: ControlLoop,
+    /// Each subject's index in the traffic, by its hash in the engine.
+    by_hash: HashMap<KeyHash, u32>,
+    interval: Micros,
+    /// After this long without requests every window is empty and every flag has ended:
+    /// cycles change nothing until the next request, so they are skipped.
+    quiet: Micros,
+    next_cycle: Micros,
+    next_sweep: Micros,
+    last_request: Micros,
+}
 
-    let mut cycle = async |at: Micros, tally: &mut Tally| {
-        clock.set(at);
-        let report = control.cycle().await;
+impl<'t> Daemon<'t> {
+    fn new(traffic: &'t Traffic, setup: &PassSetup<'_>, first: Micros) -> Self {
+        let policy = setup.policy;
+        let clock = ManualClock::starting_at(first);
+        let store = MemoryStore::new(Arc::new(clock.clone()), MAX_KEYS);
+        let engine = Arc::new(
+            Engine::new(
+                policy.clone(),
+                Backend::Memory(store),
+                SubjectHasher::from_secret(setup.secret),
+            )
+            .with_clock(Arc::new(clock.clone())),
+        );
+        let mut thresholds = engine.scale_factors().thresholds();
+        thresholds.anomaly_threshold = setup.threshold;
+        engine.scale_factors().set_thresholds(thresholds);
+        let model = Arc::new(ModelSlot::new(engine.metrics().clone()));
+        // An unreadable model leaves the slot empty: limits without anomaly scaling, as the
+        // daemon does (the command reports it).
+        let _ = model.load(setup.model);
+        let control =
+            ControlLoop::new(engine.clone(), model, Box::new(NoCpu)).with_pinned_load_factor(1.0);
+        let by_hash = traffic
+            .subjects
+            .iter()
+            .enumerate()
+            .map(|(i, s)| (engine.hasher().user(s), i as u32))
+            .collect();
+        let interval = micros(policy.adaptive.interval).max(1);
+        let anomaly = &policy.adaptive.anomaly;
+        Daemon {
+            traffic,
+            clock,
+            engine,
+            control,
+            by_hash,
+            interval,
+            quiet: micros(anomaly.window) + micros(anomaly.hold) + 2 * interval,
+            next_cycle: first + interval,
+            next_sweep: first + micros(SWEEP_EVERY),
+            last_request: first,
+        }
+    }
+
+    /// Runs the control cycles due up to `at`, skipping those of a quiet stretch.
+    async fn cycles_until(&mut self, at: Micros, tally: &mut Tally) {
+        while self.next_cycle <= at {
+            if self.next_cycle > self.last_request.saturating_add(self.quiet) {
+                self.next_cycle += (at - self.next_cycle) / self.interval * self.interval;
+            }
+            self.cycle(self.next_cycle, tally).await;
+            self.next_cycle += self.interval;
+        }
+    }
+
+    /// One control cycle at `at`; the subjects it leaves flagged go to the tally.
+    async fn cycle(&mut self, at: Micros, tally: &mut Tally) {
+        self.clock.set(at);
+        let report = self.control.cycle().await;
         if report.flagged > 0 || tally.any_flagged_now() {
-            let standings = engine.scale_factors().standings();
-            let threshold = engine.scale_factors().thresholds().anomaly_threshold;
+            let standings = self.engine.scale_factors().standings();
+            let threshold = self.engine.scale_factors().thresholds().anomaly_threshold;
             tally.flagged(
                 at,
                 standings
                     .iter()
                     .filter(|(_, s)| s.flagged(threshold, at))
-                    .filter_map(|(h, s)| Some((*by_hash.get(h)?, s.abuse_score))),
+                    .filter_map(|(h, s)| Some((*self.by_hash.get(h)?, s.abuse_score))),
             );
         }
-    };
+    }
 
-    for (done, record) in traffic.records.iter().enumerate() {
-        while next_cycle <= record.at {
-            if next_cycle > last_request.saturating_add(quiet) {
-                next_cycle += (record.at - next_cycle) / interval * interval;
-            }
-            cycle(next_cycle, &mut tally).await;
-            next_cycle += interval;
+    /// Decides one request at its time, and reports its upstream status when it was allowed.
+    async fn check(&mut self, record: &Record) -> Result<Decision, CheckError> {
+        let traffic = self.traffic;
+        self.clock.set(record.at);
+        if record.at >= self.next_sweep {
+            self.engine.store().sweep();
+            self.next_sweep = record.at + micros(SWEEP_EVERY);
         }
-        clock.set(record.at);
-        if record.at >= next_sweep {
-            engine.store().sweep();
-            next_sweep = record.at + micros(SWEEP_EVERY);
-        }
-        last_request = record.at;
+        self.last_request = record.at;
         let subject = &traffic.subjects[record.subject as usize];
         let request = CheckRequest {
             user: subject,
@@ -132,20 +181,12 @@ pub async fn replay_pass(
             ip: record.ip,
             cost: record.cost,
         };
-        let result = engine.check(&request).await;
+        let result = self.engine.check(&request).await;
         if let (Ok(decision), Some(status)) = (&result, record.status) {
             if decision.allowed {
-                engine.report(subject, status);
+                self.engine.report(subject, status);
             }
         }
-        tally.add(record, &result);
-        each(record, &result);
-        if done % PROGRESS_EVERY == 0 {
-            progress(done as u64);
-        }
+        result
     }
-    // One more cycle, so subjects flagged by their last requests are counted.
-    cycle(next_cycle, &mut tally).await;
-    progress(traffic.records.len() as u64);
-    tally.finish(traffic, labels)
 }

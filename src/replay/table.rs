@@ -2,7 +2,8 @@
 //! tier, flagged subjects, the subjects denied most, and the sweep.
 
 use super::report::Report;
-use super::summary::{Summary, share};
+use super::summary::{LabelStats, RuleRow, SubjectRow, Summary, TierRow, share};
+use super::sweep::SweepRow;
 use crate::simulate::Label;
 use std::fmt::Write;
 
@@ -29,8 +30,20 @@ pub fn render(report: &Report) -> String {
 }
 
 fn write_report(out: &mut String, report: &Report) -> std::fmt::Result {
-    let s = &report.summary;
     writeln!(out, "ratewarden replay: {}", report.policy.display())?;
+    write_inputs(out, report)?;
+    write_model(out, report)?;
+    writeln!(out)?;
+    write_summary(out, &report.summary)?;
+    if let Some(rows) = &report.sweep {
+        writeln!(out)?;
+        write_sweep(out, rows)?;
+    }
+    Ok(())
+}
+
+/// The files read, the lines skipped, the span of time and whom requests counted against.
+fn write_inputs(out: &mut String, report: &Report) -> std::fmt::Result {
     for input in &report.inputs {
         writeln!(
             out,
@@ -74,7 +87,11 @@ fn write_report(out: &mut String, report: &Report) -> std::fmt::Result {
         } else {
             String::new()
         }
-    )?;
+    )
+}
+
+/// The model in force, or why there is none.
+fn write_model(out: &mut String, report: &Report) -> std::fmt::Result {
     match (&report.model, &report.model_problem) {
         (Some(m), _) => writeln!(
             out,
@@ -82,38 +99,57 @@ fn write_report(out: &mut String, report: &Report) -> std::fmt::Result {
             m.path.display(),
             m.kind,
             m.version,
-            s.threshold
-        )?,
-        (None, Some(problem)) => writeln!(out, "  model   none: {problem}; no anomaly scaling")?,
-        (None, None) => writeln!(out, "  model   none in the policy; no anomaly scaling")?,
+            report.summary.threshold
+        ),
+        (None, Some(problem)) => writeln!(out, "  model   none: {problem}; no anomaly scaling"),
+        (None, None) => writeln!(out, "  model   none in the policy; no anomaly scaling"),
     }
-    writeln!(out)?;
-    write_summary(out, s)?;
-    if let Some(rows) = &report.sweep {
-        writeln!(out)?;
+}
+
+fn write_sweep(out: &mut String, rows: &[SweepRow]) -> std::fmt::Result {
+    writeln!(
+        out,
+        "sweep        flagged  anomaly-denied  abuse-denied  normal-denied  normal-flagged"
+    )?;
+    for row in rows {
+        let opt_pct = |x: Option<f64>| x.map_or("-".into(), |x| format!("{:.2} %", 100.0 * x));
         writeln!(
             out,
-            "sweep        flagged  anomaly-denied  abuse-denied  normal-denied  normal-flagged"
+            "  {:<9} {:>8}  {:>14}  {:>12}  {:>13}  {:>14}",
+            row.threshold,
+            row.subjects_flagged,
+            row.anomaly_denied,
+            opt_pct(row.abuse_denied_share),
+            opt_pct(row.normal_denied_share),
+            row.normal_subjects_flagged
+                .map_or("-".into(), |n| n.to_string()),
         )?;
-        for row in rows {
-            let opt_pct = |x: Option<f64>| x.map_or("-".into(), |x| format!("{:.2} %", 100.0 * x));
-            writeln!(
-                out,
-                "  {:<9} {:>8}  {:>14}  {:>12}  {:>13}  {:>14}",
-                row.threshold,
-                row.subjects_flagged,
-                row.anomaly_denied,
-                opt_pct(row.abuse_denied_share),
-                opt_pct(row.normal_denied_share),
-                row.normal_subjects_flagged
-                    .map_or("-".into(), |n| n.to_string()),
-            )?;
-        }
     }
     Ok(())
 }
 
 fn write_summary(out: &mut String, s: &Summary) -> std::fmt::Result {
+    write_totals(out, s)?;
+    if let Some(l) = &s.labels {
+        write_labels(out, l)?;
+    }
+    if !s.by_rule.is_empty() {
+        writeln!(out)?;
+        write_rules(out, &s.by_rule)?;
+    }
+    writeln!(out)?;
+    write_tiers(out, &s.by_tier)?;
+    writeln!(out)?;
+    write_flagged(out, s)?;
+    if !s.top_denied.is_empty() {
+        writeln!(out)?;
+        write_top_denied(out, &s.top_denied)?;
+    }
+    Ok(())
+}
+
+/// Requests allowed and denied (by reason), shadow denials and the undecidable.
+fn write_totals(out: &mut String, s: &Summary) -> std::fmt::Result {
     writeln!(
         out,
         "requests         {:>12}  from {} subject{}",
@@ -153,48 +189,50 @@ fn write_summary(out: &mut String, s: &Summary) -> std::fmt::Result {
             s.undecidable_examples.join("; ")
         )?;
     }
-    if let Some(l) = &s.labels {
+    Ok(())
+}
+
+fn write_labels(out: &mut String, l: &LabelStats) -> std::fmt::Result {
+    writeln!(
+        out,
+        "  labelled: abuse requests denied {} ({} by anomaly), normal requests denied {} ({} by anomaly)",
+        pct(l.abuse_denied, l.abuse_requests),
+        pct(l.abuse_denied_anomaly, l.abuse_requests),
+        pct(l.normal_denied, l.normal_requests),
+        pct(l.normal_denied_anomaly, l.normal_requests),
+    )?;
+    writeln!(
+        out,
+        "  labelled: abuse subjects flagged {}/{}, normal subjects flagged {}/{}",
+        l.abuse_subjects_flagged, l.abuse_subjects, l.normal_subjects_flagged, l.normal_subjects
+    )
+}
+
+fn write_rules(out: &mut String, rows: &[RuleRow]) -> std::fmt::Result {
+    writeln!(
+        out,
+        "denied by rule   tier          denied    quota    burst     load  anomaly   shadow"
+    )?;
+    for r in rows {
         writeln!(
             out,
-            "  labelled: abuse requests denied {} ({} by anomaly), normal requests denied {} ({} by anomaly)",
-            pct(l.abuse_denied, l.abuse_requests),
-            pct(l.abuse_denied_anomaly, l.abuse_requests),
-            pct(l.normal_denied, l.normal_requests),
-            pct(l.normal_denied_anomaly, l.normal_requests),
-        )?;
-        writeln!(
-            out,
-            "  labelled: abuse subjects flagged {}/{}, normal subjects flagged {}/{}",
-            l.abuse_subjects_flagged,
-            l.abuse_subjects,
-            l.normal_subjects_flagged,
-            l.normal_subjects
+            "  {:<14} {:<12} {:>7}  {:>7}  {:>7}  {:>7}  {:>7}  {:>7}",
+            r.rule,
+            r.tier,
+            r.denied,
+            r.reasons.quota,
+            r.reasons.burst,
+            r.reasons.load,
+            r.reasons.anomaly,
+            r.shadow_denied
         )?;
     }
-    if !s.by_rule.is_empty() {
-        writeln!(out)?;
-        writeln!(
-            out,
-            "denied by rule   tier          denied    quota    burst     load  anomaly   shadow"
-        )?;
-        for r in &s.by_rule {
-            writeln!(
-                out,
-                "  {:<14} {:<12} {:>7}  {:>7}  {:>7}  {:>7}  {:>7}  {:>7}",
-                r.rule,
-                r.tier,
-                r.denied,
-                r.reasons.quota,
-                r.reasons.burst,
-                r.reasons.load,
-                r.reasons.anomaly,
-                r.shadow_denied
-            )?;
-        }
-    }
-    writeln!(out)?;
+    Ok(())
+}
+
+fn write_tiers(out: &mut String, rows: &[TierRow]) -> std::fmt::Result {
     writeln!(out, "by tier          requests    denied")?;
-    for t in &s.by_tier {
+    for t in rows {
         writeln!(
             out,
             "  {:<12} {:>10}  {:>8}  {}",
@@ -204,7 +242,11 @@ fn write_summary(out: &mut String, s: &Summary) -> std::fmt::Result {
             pct(t.denied, t.requests)
         )?;
     }
-    writeln!(out)?;
+    Ok(())
+}
+
+/// The first [`FLAGGED_SHOWN`] subjects flagged, and how many more the report has.
+fn write_flagged(out: &mut String, s: &Summary) -> std::fmt::Result {
     writeln!(out, "subjects flagged: {}", s.subjects_flagged)?;
     for f in s.flagged.iter().take(FLAGGED_SHOWN) {
         writeln!(
@@ -226,23 +268,24 @@ fn write_summary(out: &mut String, s: &Summary) -> std::fmt::Result {
             s.flagged.len() - FLAGGED_SHOWN
         )?;
     }
-    if !s.top_denied.is_empty() {
-        writeln!(out)?;
+    Ok(())
+}
+
+fn write_top_denied(out: &mut String, rows: &[SubjectRow]) -> std::fmt::Result {
+    writeln!(
+        out,
+        "top subjects by denials    requests    denied  flagged  label"
+    )?;
+    for t in rows {
         writeln!(
             out,
-            "top subjects by denials    requests    denied  flagged  label"
+            "  {:<24} {:>9}  {:>8}  {:<7}  {}",
+            t.subject,
+            t.requests,
+            t.denied,
+            if t.flagged { "yes" } else { "no" },
+            label(t.label)
         )?;
-        for t in &s.top_denied {
-            writeln!(
-                out,
-                "  {:<24} {:>9}  {:>8}  {:<7}  {}",
-                t.subject,
-                t.requests,
-                t.denied,
-                if t.flagged { "yes" } else { "no" },
-                label(t.label)
-            )?;
-        }
     }
     Ok(())
 }

@@ -197,9 +197,6 @@ fn nat_pools(rng: &mut ChaCha8Rng, archetypes: &[Archetype]) -> Vec<Vec<String>>
 
 /// Writes one subject's requests; returns its tier.
 fn play(s: &mut Script, archetype: Archetype, nat: Option<&Vec<String>>) -> &'static str {
-    let free_or = |s: &mut Script, p_free: f64, other: &'static str| {
-        if s.chance(p_free) { "free" } else { other }
-    };
     match archetype {
         Archetype::Browser => {
             let count = 1 + usize::from(s.chance(0.15));
@@ -212,71 +209,89 @@ fn play(s: &mut Script, archetype: Archetype, nat: Option<&Vec<String>>) -> &'st
             normal::browse(s, &pool);
             "free"
         }
-        Archetype::MobilePoller => {
-            if s.chance(0.5) {
-                let period = [20.0, 30.0][usize::from(s.chance(0.5))];
-                normal::mobile_poll(s, period);
-                "pro"
-            } else {
-                normal::mobile_poll(s, 60.0);
-                "free"
-            }
-        }
-        Archetype::FastPoller => {
-            let roll = s.uniform(0.0, 1.0);
-            // The fastest poll faster than the default endpoint limit (50/min) allows.
-            let (period, tier) = match roll {
-                r if r < 0.5 => (s.uniform(4.0, 10.0), "pro"),
-                r if r < 0.8 => (s.uniform(1.5, 4.0), "enterprise"),
-                _ => (s.uniform(0.8, 1.5), "enterprise"),
-            };
-            normal::fast_poll(s, period);
-            tier
-        }
-        Archetype::Integration => {
-            // 15 % are misconfigured: faster than their limits, and 10-50 % invalid calls.
-            let (rate, errors) = if s.chance(0.15) {
-                (s.uniform(0.7, 1.5), s.uniform(0.1, 0.5))
-            } else {
-                (s.uniform(0.2, 0.7), 0.0)
-            };
-            normal::integrate(s, rate, errors);
-            "enterprise"
-        }
-        Archetype::RetryBursts => {
-            if s.chance(0.5) {
-                normal::retry_bursts(s, 45.0);
-                "free"
-            } else {
-                normal::retry_bursts(s, 12.0);
-                "pro"
-            }
-        }
+        Archetype::MobilePoller => mobile_poller(s),
+        Archetype::FastPoller => fast_poller(s),
+        Archetype::Integration => integration(s),
+        Archetype::RetryBursts => retry_bursts(s),
         Archetype::CredentialStuffing => {
-            let stealthy = s.chance(0.4);
-            abuse::credential_stuffing(s, stealthy);
+            attack(s, abuse::credential_stuffing);
             free_or(s, 0.7, "pro")
         }
         Archetype::Scraper => {
-            let stealthy = s.chance(0.4);
-            abuse::scrape(s, stealthy);
+            attack(s, abuse::scrape);
             free_or(s, 0.4, "pro")
         }
         Archetype::SmsPumping => {
-            let stealthy = s.chance(0.4);
-            abuse::sms_pump(s, stealthy);
+            attack(s, abuse::sms_pump);
             free_or(s, 0.5, "pro")
         }
         Archetype::IdEnumeration => {
-            let stealthy = s.chance(0.4);
-            abuse::enumerate_ids(s, stealthy);
+            attack(s, abuse::enumerate_ids);
             free_or(s, 0.4, "pro")
         }
         Archetype::LowAndSlow => {
-            let stealthy = s.chance(0.4);
-            abuse::low_and_slow(s, stealthy);
+            attack(s, abuse::low_and_slow);
             "free"
         }
+    }
+}
+
+/// `free` with probability `p_free`, else `other`.
+fn free_or(s: &mut Script, p_free: f64, other: &'static str) -> &'static str {
+    if s.chance(p_free) { "free" } else { other }
+}
+
+/// Runs an abuse script, stealthy for 40 % of abusers.
+fn attack(s: &mut Script, script: fn(&mut Script, bool)) {
+    let stealthy = s.chance(0.4);
+    script(s, stealthy);
+}
+
+/// Half on pro polling every 20 or 30 s, half on free every minute.
+fn mobile_poller(s: &mut Script) -> &'static str {
+    if s.chance(0.5) {
+        let period = [20.0, 30.0][usize::from(s.chance(0.5))];
+        normal::mobile_poll(s, period);
+        "pro"
+    } else {
+        normal::mobile_poll(s, 60.0);
+        "free"
+    }
+}
+
+/// Pro or enterprise, by how fast it polls.
+fn fast_poller(s: &mut Script) -> &'static str {
+    let roll = s.uniform(0.0, 1.0);
+    // The fastest poll faster than the default endpoint limit (50/min) allows.
+    let (period, tier) = match roll {
+        r if r < 0.5 => (s.uniform(4.0, 10.0), "pro"),
+        r if r < 0.8 => (s.uniform(1.5, 4.0), "enterprise"),
+        _ => (s.uniform(0.8, 1.5), "enterprise"),
+    };
+    normal::fast_poll(s, period);
+    tier
+}
+
+/// An enterprise API client.
+fn integration(s: &mut Script) -> &'static str {
+    // 15 % are misconfigured: faster than their limits, and 10-50 % invalid calls.
+    let (rate, errors) = if s.chance(0.15) {
+        (s.uniform(0.7, 1.5), s.uniform(0.1, 0.5))
+    } else {
+        (s.uniform(0.2, 0.7), 0.0)
+    };
+    normal::integrate(s, rate, errors);
+    "enterprise"
+}
+
+/// Half on free calling every 45 s on average, half on pro every 12 s.
+fn retry_bursts(s: &mut Script) -> &'static str {
+    if s.chance(0.5) {
+        normal::retry_bursts(s, 45.0);
+        "free"
+    } else {
+        normal::retry_bursts(s, 12.0);
+        "pro"
     }
 }
 

@@ -115,98 +115,126 @@ fn read_file(
     subject: Option<&SubjectChoice>,
     read: &Arc<AtomicU64>,
 ) -> Result<(), ReadError> {
-    let gzip = std::fs::File::open(path)
-        .and_then(|mut f| {
-            let mut magic = [0u8; 2];
-            std::io::Read::read(&mut f, &mut magic).map(|n| n == 2 && magic == [0x1f, 0x8b])
-        })
-        .map_err(|error| ReadError::Open {
-            path: path.to_path_buf(),
-            error,
-        })?;
-    let mut reader = open(path, read.clone()).map_err(|error| ReadError::Open {
+    let open_error = |error| ReadError::Open {
         path: path.to_path_buf(),
         error,
-    })?;
-    let mut stats = FileStats {
-        path: path.to_path_buf(),
-        format: None,
-        gzip,
-        lines: 0,
-        parsed: 0,
-        skipped: 0,
     };
-    let mut resolved = match format {
-        Format::Auto => None,
-        Format::Combined => Some(Format::Combined),
-        Format::Jsonl => Some(Format::Jsonl),
+    let gzip = is_gzip(path).map_err(open_error)?;
+    let mut reader = open(path, read.clone()).map_err(open_error)?;
+    let mut file = FileRead {
+        traffic,
+        index,
+        path,
+        subject,
+        format: match format {
+            Format::Auto => None,
+            Format::Combined => Some(Format::Combined),
+            Format::Jsonl => Some(Format::Jsonl),
+        },
+        stats: FileStats {
+            path: path.to_path_buf(),
+            format: None,
+            gzip,
+            lines: 0,
+            parsed: 0,
+            skipped: 0,
+        },
     };
     loop {
-        // A file that cannot be read to its end (a truncated gzip, say) is used up to there.
-        let next = match reader.next_line() {
-            Ok(next) => next,
+        match reader.next_line() {
+            Ok(Some((number, line))) => file.line(number, line)?,
+            Ok(None) => break,
+            // A file that cannot be read to its end (a truncated gzip, say) is used up to there.
             Err(error) => {
-                stats.skipped += 1;
-                let problem = format!("reading stopped: {error}");
-                traffic.skip(path, stats.lines + 1, problem, None);
+                let number = file.stats.lines + 1;
+                file.skip(number, format!("reading stopped: {error}"), None);
                 break;
             }
-        };
-        let Some((number, line)) = next else { break };
-        stats.lines = number;
+        }
+    }
+    file.traffic.files.push(file.stats);
+    Ok(())
+}
+
+/// Whether the file starts with gzip's magic bytes.
+fn is_gzip(path: &Path) -> std::io::Result<bool> {
+    let mut file = std::fs::File::open(path)?;
+    let mut magic = [0u8; 2];
+    std::io::Read::read(&mut file, &mut magic).map(|n| n == 2 && magic == [0x1f, 0x8b])
+}
+
+/// One file being read: where its records go, and what it has found so far.
+struct FileRead<'a> {
+    traffic: &'a mut Traffic,
+    /// The file's index in `--log` order.
+    index: u32,
+    path: &'a Path,
+    subject: Option<&'a SubjectChoice>,
+    /// `--format`, or what the first line told; `None` before it.
+    format: Option<Format>,
+    stats: FileStats,
+}
+
+impl FileRead<'_> {
+    /// Adds line `number`'s record, or counts it skipped; blank lines are neither.
+    fn line(&mut self, number: u64, line: RawLine<'_>) -> Result<(), ReadError> {
+        self.stats.lines = number;
         let text = match line {
-            RawLine::Text(text) if text.trim().is_empty() => continue,
+            RawLine::Text(text) if text.trim().is_empty() => return Ok(()),
             RawLine::Text(text) => text,
             RawLine::NotUtf8 => {
-                stats.skipped += 1;
-                traffic.skip(path, number, "not UTF-8 text".into(), None);
-                continue;
+                self.skip(number, "not UTF-8 text".into(), None);
+                return Ok(());
             }
             RawLine::TooLong(len) => {
-                stats.skipped += 1;
-                traffic.skip(
-                    path,
-                    number,
-                    format!("{len} bytes long (over {MAX_LINE})"),
-                    None,
-                );
-                continue;
+                self.skip(number, format!("{len} bytes long (over {MAX_LINE})"), None);
+                return Ok(());
             }
         };
-        let format = *resolved.get_or_insert(if text.trim_start().starts_with('{') {
-            Format::Jsonl
-        } else {
-            Format::Combined
-        });
-        if stats.format.is_none() {
-            stats.format = Some(if format == Format::Jsonl {
+        let outcome = match self.format_of(text)? {
+            Format::Jsonl => from_jsonl(text, self.subject, self.traffic, self.index, number),
+            _ => from_combined(text, self.subject, self.traffic, self.index, number),
+        };
+        match outcome {
+            Ok(()) => self.stats.parsed += 1,
+            Err(problem) => self.skip(number, problem, Some(text)),
+        }
+        Ok(())
+    }
+
+    /// The file's format, told by its first line when `--format` is `auto`: JSON lines start
+    /// with `{`. A combined log must carry the header `--subject` names: checked once, at
+    /// that first line.
+    fn format_of(&mut self, text: &str) -> Result<Format, ReadError> {
+        let format = *self
+            .format
+            .get_or_insert(if text.trim_start().starts_with('{') {
+                Format::Jsonl
+            } else {
+                Format::Combined
+            });
+        if self.stats.format.is_none() {
+            self.stats.format = Some(if format == Format::Jsonl {
                 "jsonl"
             } else {
                 "combined"
             });
-            if let (Format::Combined, Some(SubjectChoice::Header(name))) = (format, subject) {
+            if let (Format::Combined, Some(SubjectChoice::Header(name))) = (format, self.subject) {
                 if combined_header(name).is_none() {
                     return Err(ReadError::HeaderNotLogged {
-                        path: path.to_path_buf(),
+                        path: self.path.to_path_buf(),
                         header: name.clone(),
                     });
                 }
             }
         }
-        let outcome = match format {
-            Format::Jsonl => from_jsonl(text, subject, traffic, index, number),
-            _ => from_combined(text, subject, traffic, index, number),
-        };
-        match outcome {
-            Ok(()) => stats.parsed += 1,
-            Err(problem) => {
-                stats.skipped += 1;
-                traffic.skip(path, number, problem, Some(text));
-            }
-        }
+        Ok(format)
     }
-    traffic.files.push(stats);
-    Ok(())
+
+    fn skip(&mut self, number: u64, problem: String, text: Option<&str>) {
+        self.stats.skipped += 1;
+        self.traffic.skip(self.path, number, problem, text);
+    }
 }
 
 /// The headers a combined log carries.
