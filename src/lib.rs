@@ -2,6 +2,8 @@
 //!
 //! # Layout
 //!
+//! - [`limit`]: what a limit is and what it is counted per: limits, rates, algorithms' names,
+//!   subject and limit hashes (the bottom layer, with [`clock`]).
 //! - [`clock`]: injected time, in microseconds since the epoch.
 //! - [`algorithm`]: the five algorithms as pure functions of (state, now, rate, cost).
 //! - [`policy`]: the policy file, compiled from YAML into types that cannot be invalid.
@@ -34,6 +36,7 @@ pub mod envoy_config;
 pub mod features;
 pub mod grpc;
 pub mod http;
+pub mod limit;
 pub mod metrics;
 pub mod model;
 pub mod policy;

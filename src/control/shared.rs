@@ -8,8 +8,9 @@ use crate::clock::{Micros, micros};
 use crate::engine::Standing;
 use crate::features::window::{bucket_len, oldest_bucket};
 use crate::features::{Features, Observed, Pending};
+use crate::limit::KeyHash;
 use crate::policy::Policy;
-use crate::store::{Backend, KeyHash, RedisStore};
+use crate::store::{Backend, RedisStore};
 use hashbrown::HashMap;
 use std::time::Duration;
 

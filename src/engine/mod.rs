@@ -17,9 +17,10 @@ mod together;
 
 use crate::clock::{Clock, Micros, SystemClock};
 use crate::features::Recorder;
+use crate::limit::KeyHash;
 use crate::metrics::Metrics;
 use crate::policy::{KeyScope, OnError, Policy};
-use crate::store::{Applied, Backend, KeyHash, MemoryStore, Request, Store, StoreError};
+use crate::store::{Applied, Backend, MemoryStore, Request, Store, StoreError};
 use arc_swap::ArcSwap;
 use std::sync::Arc;
 

@@ -1,7 +1,8 @@
 //! The local cache in front of the tier store, so a remote store is not asked on every request.
 
+use crate::limit::KeyHash;
 use crate::metrics::Metrics;
-use crate::store::{KeyHash, StoreError};
+use crate::store::StoreError;
 use moka::future::Cache;
 use std::future::Future;
 use std::sync::Arc;

@@ -5,15 +5,14 @@
 //! The request is one value so that a remote store can send it in one round trip (one Lua
 //! script), and a batch is a slice so that it can pipeline many.
 
-mod key;
 mod memory;
 mod redis;
 
-use crate::algorithm::{Outcome, Rate};
+use crate::algorithm::Outcome;
+use crate::limit::{KeyHash, LimitId, Rate};
 use smallvec::SmallVec;
 use std::future::Future;
 
-pub use key::{KeyHash, LimitId};
 pub use memory::MemoryStore;
 pub use redis::{RedisStore, SentinelUrl, SharedTotals, TIER_STORE_TTL};
 

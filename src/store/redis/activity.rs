@@ -5,7 +5,8 @@
 use super::RedisStore;
 use crate::clock::Micros;
 use crate::features::{Counters, Pending};
-use crate::store::{KeyHash, StoreError};
+use crate::limit::KeyHash;
+use crate::store::StoreError;
 use redis::{Cmd, Pipeline};
 use std::time::Duration;
 

@@ -15,8 +15,9 @@ mod sentinel_url;
 pub use activity::SharedTotals;
 pub use sentinel_url::SentinelUrl;
 
-use super::{Applied, Check, CheckResult, KeyHash, Request, Store, StoreError, StoreKind};
+use super::{Applied, Check, CheckResult, Request, Store, StoreError, StoreKind};
 use crate::clock::{Clock, Micros};
+use crate::limit::KeyHash;
 use connection::{Connection, is_noscript};
 use redis::{Cmd, ErrorKind, Pipeline, ServerErrorKind};
 use script::{Mode, SOURCE};
