@@ -12,7 +12,7 @@ pub(crate) mod raw;
 
 use crate::envoy_config::EnvoyConfig;
 use crate::limit::Limit;
-use crate::store::SentinelUrl;
+use crate::store::StoreSettings;
 use std::num::NonZeroU64;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -25,7 +25,7 @@ pub use error::{PolicyError, PolicyErrors};
 /// A whole, valid policy.
 #[derive(Debug, Clone)]
 pub struct Policy {
-    pub store: StoreConfig,
+    pub store: StoreSettings,
     pub identity: Identity,
     pub tiers: Vec<Tier>,
     /// Index into `tiers`.
@@ -37,33 +37,6 @@ pub struct Policy {
     /// The configuration loaded from that folder (envoy.md).
     pub envoy: Option<Arc<EnvoyConfig>>,
     pub adaptive: Adaptive,
-}
-
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct StoreConfig {
-    pub url: StoreUrl,
-    pub on_error: OnError,
-    pub timeout: Duration,
-    pub key_prefix: String,
-    /// The most keys the embedded store tracks at once (see README, "Memory").
-    pub max_keys: NonZeroU64,
-}
-
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum StoreUrl {
-    Memory,
-    Redis(String),
-    RedisCluster(Vec<String>),
-    /// `redis+sentinel://`: the primary that these Sentinels name, followed across failovers.
-    RedisSentinel(SentinelUrl),
-}
-
-/// What a decision does while the store fails.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum OnError {
-    Allow,
-    Deny,
-    Local,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -7,6 +7,8 @@
 
 mod memory;
 mod redis;
+mod settings;
+mod url;
 
 use crate::algorithm::Outcome;
 use crate::limit::{KeyHash, LimitId, Rate};
@@ -15,6 +17,8 @@ use std::future::Future;
 
 pub use memory::MemoryStore;
 pub use redis::{RedisStore, SentinelUrl, SharedTotals, TIER_STORE_TTL};
+pub use settings::{OnError, StoreSettings};
+pub use url::{StoreUrl, StoreUrlError};
 
 /// One limit to check within a request.
 #[derive(Debug, Clone)]
@@ -212,17 +216,16 @@ pub enum OpenError {
     },
 }
 
-/// Opens the store a policy names.
+/// Opens the store that `settings` name.
 pub async fn open(
-    config: &crate::policy::StoreConfig,
+    settings: &StoreSettings,
     clock: std::sync::Arc<dyn crate::clock::Clock>,
 ) -> Result<Backend, OpenError> {
-    use crate::policy::StoreUrl;
-    let (prefix, timeout) = (&config.key_prefix, config.timeout);
-    match &config.url {
+    let (prefix, timeout) = (&settings.key_prefix, settings.timeout);
+    match &settings.url {
         StoreUrl::Memory => Ok(Backend::Memory(MemoryStore::new(
             clock,
-            config.max_keys.get(),
+            settings.max_keys.get(),
         ))),
         StoreUrl::Redis(url) => RedisStore::connect(url, prefix, timeout)
             .map(Backend::Redis)

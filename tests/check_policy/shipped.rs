@@ -4,7 +4,8 @@
 use crate::{example, manifest_dir, valid_fixture};
 use ratewarden::limit::Algorithm;
 use ratewarden::limit::Limit;
-use ratewarden::policy::{KeyScope, OnError, PathPattern, Policy, StoreUrl, parse_duration};
+use ratewarden::policy::{KeyScope, PathPattern, Policy, parse_duration};
+use ratewarden::store::{OnError, StoreUrl};
 use std::num::NonZeroU64;
 use std::path::Path;
 use std::time::Duration;
