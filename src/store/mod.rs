@@ -16,7 +16,9 @@ use smallvec::SmallVec;
 use std::future::Future;
 
 pub use memory::MemoryStore;
-pub use redis::{RedisStore, SentinelUrl, SharedTotals, TIER_STORE_TTL};
+pub use redis::{
+    ActivityCounts, ActivityDelta, RedisStore, SentinelUrl, SharedTotals, TIER_STORE_TTL,
+};
 pub use settings::{OnError, StoreSettings};
 pub use url::{StoreUrl, StoreUrlError};
 
@@ -196,6 +198,14 @@ impl Store for Backend {
 }
 
 impl Backend {
+    /// The Redis store under this backend: one that several daemons may share.
+    pub fn as_redis(&self) -> Option<&RedisStore> {
+        match self {
+            Backend::Memory(_) => None,
+            Backend::Redis(s) => Some(s),
+        }
+    }
+
     /// Periodic upkeep: the embedded store drops expired keys.
     pub fn sweep(&self) {
         match self {

@@ -8,11 +8,12 @@
 
 mod activity;
 mod connection;
+mod counts;
 mod script;
 mod sentinel;
 mod sentinel_url;
 
-pub use activity::SharedTotals;
+pub use counts::{ActivityCounts, ActivityDelta, SharedTotals};
 pub use sentinel_url::SentinelUrl;
 
 use super::{Applied, Check, CheckResult, Request, Store, StoreError, StoreKind};
