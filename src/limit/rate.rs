@@ -1,7 +1,7 @@
 //! Which algorithm a limit uses, and the effective rate one check sees.
 //!
 //! Plain values, below the algorithms: the policy states them, stores carry them, and
-//! [`crate::algorithm`] computes with them.
+//! the algorithms compute with them.
 
 use crate::clock::Micros;
 use serde::{Deserialize, Serialize};
