@@ -5,6 +5,8 @@
 //! Lowest layer first (a module imports only from the layers above it in this list; see
 //! `docs/architecture.md` and `tests/layering.rs`):
 //!
+//! - [`limit`]: what a limit is and what it is counted per: limits, rates, algorithms' names,
+//!   subject and limit hashes.
 //! - [`clock`]: injected time, in microseconds since the epoch.
 //! - [`metrics`]: the one Prometheus `Metrics` struct, passed down; plain label values in.
 //! - [`algorithm`]: the five algorithms as pure functions of (state, now, rate, cost).
@@ -39,6 +41,7 @@ pub mod envoy_config;
 pub mod features;
 pub mod grpc;
 pub mod http;
+pub mod limit;
 pub mod metrics;
 pub mod model;
 pub mod policy;

@@ -5,7 +5,8 @@ mod algorithm_models;
 
 use algorithm_models::{Model, expected, model_for};
 use proptest::prelude::*;
-use ratewarden::algorithm::{Algorithm, Outcome, Rate, State, consume, peek};
+use ratewarden::algorithm::{Outcome, State, consume, peek};
+use ratewarden::limit::{Algorithm, Rate};
 
 const SECOND: u64 = 1_000_000;
 const MINUTE: u64 = 60 * SECOND;

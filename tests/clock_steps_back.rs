@@ -4,9 +4,10 @@
 mod common;
 
 use common::redis::RedisServer;
-use ratewarden::algorithm::{Algorithm, Rate};
 use ratewarden::clock::{Clock, ManualClock};
-use ratewarden::store::{Check, KeyHash, LimitId, MemoryStore, RedisStore, Request, Store};
+use ratewarden::limit::{Algorithm, Rate};
+use ratewarden::limit::{KeyHash, LimitId};
+use ratewarden::store::{Check, MemoryStore, RedisStore, Request, Store};
 use std::sync::Arc;
 use std::time::Duration;
 

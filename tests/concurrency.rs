@@ -3,8 +3,8 @@
 mod common;
 
 use common::engine;
-use ratewarden::algorithm::Algorithm;
 use ratewarden::engine::CheckRequest;
+use ratewarden::limit::Algorithm;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 

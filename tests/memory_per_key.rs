@@ -4,10 +4,11 @@
 //! The store is driven directly with pre-hashed keys, so the figure is the store's own; the
 //! engine's bounded cache of user hashes is measured apart.
 
-use ratewarden::algorithm::{Algorithm, Rate};
 use ratewarden::clock::ManualClock;
 use ratewarden::engine::SubjectHasher;
-use ratewarden::store::{Check, KeyHash, LimitId, MemoryStore, Request};
+use ratewarden::limit::{Algorithm, Rate};
+use ratewarden::limit::{KeyHash, LimitId};
+use ratewarden::store::{Check, MemoryStore, Request};
 use std::alloc::{GlobalAlloc, Layout, System};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicIsize, Ordering};

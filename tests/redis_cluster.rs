@@ -6,10 +6,11 @@
 mod common;
 
 use common::redis::RedisCluster;
-use ratewarden::algorithm::Algorithm;
 use ratewarden::engine::{CheckRequest, Decision, Engine, SubjectHasher};
+use ratewarden::limit::Algorithm;
+use ratewarden::limit::KeyHash;
 use ratewarden::policy::Policy;
-use ratewarden::store::{KeyHash, RedisStore, Store, TIER_STORE_TTL};
+use ratewarden::store::{RedisStore, Store, TIER_STORE_TTL};
 use std::collections::{BTreeMap, BTreeSet};
 use std::net::IpAddr;
 use std::path::Path;

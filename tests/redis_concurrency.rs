@@ -7,8 +7,8 @@
 mod common;
 
 use common::redis::RedisServer;
-use ratewarden::algorithm::Algorithm;
 use ratewarden::engine::{CheckRequest, Engine, SubjectHasher};
+use ratewarden::limit::Algorithm;
 use ratewarden::policy::Policy;
 use ratewarden::store::RedisStore;
 use std::path::Path;

@@ -4,8 +4,9 @@
 //! The state is the theoretical arrival time (TAT): the time at which the bucket would be
 //! empty again. A request of cost `c` passes when `max(TAT, now) + c·T − now <= burst·T`.
 
-use super::{Outcome, Rate, State, never};
+use super::{Outcome, State, emission_interval, never};
 use crate::clock::Micros;
+use crate::limit::Rate;
 
 fn tat(state: Option<&State>, now: Micros) -> Micros {
     match state {
@@ -16,7 +17,7 @@ fn tat(state: Option<&State>, now: Micros) -> Micros {
 
 pub(super) fn peek(state: Option<&State>, now: Micros, rate: &Rate, cost: u64) -> Outcome {
     let burst = rate.burst;
-    let Some(t) = rate.emission_interval().filter(|_| burst > 0) else {
+    let Some(t) = emission_interval(rate).filter(|_| burst > 0) else {
         return never(rate, 0, 0);
     };
     let tolerance = burst.saturating_mul(t);
@@ -45,7 +46,7 @@ pub(super) fn peek(state: Option<&State>, now: Micros, rate: &Rate, cost: u64) -
 }
 
 pub(super) fn consume(state: &mut Option<State>, now: Micros, rate: &Rate, cost: u64) -> Micros {
-    let t = rate.emission_interval().unwrap_or(rate.window);
+    let t = emission_interval(rate).unwrap_or(rate.window);
     let tat = tat(state.as_ref(), now).saturating_add(cost.saturating_mul(t));
     *state = Some(State::Gcra { tat });
     tat

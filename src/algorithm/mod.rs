@@ -11,84 +11,14 @@ mod sliding_window;
 mod token_bucket;
 
 use crate::clock::Micros;
-use serde::{Deserialize, Serialize};
-use std::fmt;
+use crate::limit::{Algorithm, Rate};
 
 pub use sliding_log::Log;
 
-/// Which algorithm a limit uses.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum Algorithm {
-    SlidingLog,
-    SlidingWindow,
-    FixedWindow,
-    TokenBucket,
-    Gcra,
-}
-
-impl Algorithm {
-    pub const ALL: [Algorithm; 5] = [
-        Algorithm::SlidingLog,
-        Algorithm::SlidingWindow,
-        Algorithm::FixedWindow,
-        Algorithm::TokenBucket,
-        Algorithm::Gcra,
-    ];
-
-    pub fn name(self) -> &'static str {
-        match self {
-            Algorithm::SlidingLog => "sliding_log",
-            Algorithm::SlidingWindow => "sliding_window",
-            Algorithm::FixedWindow => "fixed_window",
-            Algorithm::TokenBucket => "token_bucket",
-            Algorithm::Gcra => "gcra",
-        }
-    }
-
-    pub fn from_name(name: &str) -> Option<Self> {
-        Self::ALL.into_iter().find(|a| a.name() == name)
-    }
-
-    /// Whether the reported limit is the burst (bucket capacity) rather than `requests`.
-    pub fn reports_burst(self) -> bool {
-        matches!(self, Algorithm::TokenBucket | Algorithm::Gcra)
-    }
-}
-
-impl fmt::Display for Algorithm {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.name())
-    }
-}
-
-/// An effective rate: a limit after scaling, as one check sees it.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Rate {
-    pub algorithm: Algorithm,
-    /// Window length in microseconds, at least 1.
-    pub window: Micros,
-    /// Requests per window (0 denies everything).
-    pub requests: u64,
-    /// Bucket capacity for `token_bucket` and `gcra`; ignored by the others.
-    pub burst: u64,
-}
-
-impl Rate {
-    /// The number a client sees as `limit`.
-    pub fn capacity(&self) -> u64 {
-        if self.algorithm.reports_burst() {
-            self.burst
-        } else {
-            self.requests
-        }
-    }
-
-    /// Time between two refilled tokens for the bucket algorithms, rounded up to a whole
-    /// microsecond (so a bucket is never faster than its policy).
-    fn emission_interval(&self) -> Option<Micros> {
-        (self.requests > 0).then(|| self.window.div_ceil(self.requests).max(1))
-    }
+/// Time between two refilled tokens for the bucket algorithms, rounded up to a whole
+/// microsecond (so a bucket is never faster than its policy).
+fn emission_interval(rate: &Rate) -> Option<Micros> {
+    (rate.requests > 0).then(|| rate.window.div_ceil(rate.requests).max(1))
 }
 
 /// What one limit says about one request.

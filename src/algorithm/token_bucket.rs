@@ -3,8 +3,9 @@
 //! The state counts tokens *used* (not tokens left), so a limit scaled down or up keeps the
 //! usage already counted; `last` keeps the partial progress toward the next token exactly.
 
-use super::{Outcome, Rate, State, never};
+use super::{Outcome, State, emission_interval, never};
 use crate::clock::Micros;
+use crate::limit::Rate;
 
 /// (used, last) after refilling up to `now`.
 fn refilled(state: Option<&State>, now: Micros, interval: Micros) -> (u64, Micros) {
@@ -23,7 +24,7 @@ fn refilled(state: Option<&State>, now: Micros, interval: Micros) -> (u64, Micro
 
 pub(super) fn peek(state: Option<&State>, now: Micros, rate: &Rate, cost: u64) -> Outcome {
     let burst = rate.burst;
-    let Some(interval) = rate.emission_interval().filter(|_| burst > 0) else {
+    let Some(interval) = emission_interval(rate).filter(|_| burst > 0) else {
         return never(rate, 0, 0);
     };
     let (used, last) = refilled(state, now, interval);
@@ -53,7 +54,7 @@ pub(super) fn peek(state: Option<&State>, now: Micros, rate: &Rate, cost: u64) -
 }
 
 pub(super) fn consume(state: &mut Option<State>, now: Micros, rate: &Rate, cost: u64) -> Micros {
-    let interval = rate.emission_interval().unwrap_or(rate.window);
+    let interval = emission_interval(rate).unwrap_or(rate.window);
     let (used, last) = refilled(state.as_ref(), now, interval);
     let used = used.saturating_add(cost);
     *state = Some(State::TokenBucket { used, last });

@@ -3,7 +3,7 @@
 
 use crate::clock::{Micros, micros};
 use crate::engine::Standing;
-use crate::store::KeyHash;
+use crate::limit::KeyHash;
 use hashbrown::HashMap;
 use std::time::Duration;
 

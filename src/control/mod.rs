@@ -7,12 +7,16 @@
 //! one verdict, within two intervals.
 
 mod cgroup;
+mod fleet;
+mod fleet_redis;
+mod fleet_state;
 mod judge;
 mod load;
 mod model_slot;
-mod shared;
 
 pub use cgroup::CgroupCpu;
+pub use fleet_redis::fleet_for;
+pub use fleet_state::{FleetFuture, FleetState, Published, WindowTotals};
 pub use judge::{Flag, Judge};
 pub use load::{Band, LoadController, LoadSampler, SystemLoad};
 pub use model_slot::ModelSlot;
@@ -20,8 +24,10 @@ pub use model_slot::ModelSlot;
 use crate::clock::Micros;
 use crate::engine::{Engine, Standing};
 use crate::features::{Activity, ActivityWindow, Features, Observed, features_of};
+use crate::limit::KeyHash;
 use crate::policy::Policy;
-use crate::store::{Backend, KeyHash, SharedTotals};
+use crate::store::Backend;
+use fleet::FleetControl;
 use hashbrown::HashMap;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -48,7 +54,7 @@ pub struct ControlLoop {
     window: ActivityWindow,
     window_len: Duration,
     judge: Judge,
-    shared: Option<shared::SharedControl>,
+    fleet: Option<FleetControl>,
     /// `--pin-load-factor`: the factor in place of the measured one.
     pinned_load: Option<f64>,
 }
@@ -60,7 +66,7 @@ impl ControlLoop {
         sampler: Box<dyn LoadSampler>,
     ) -> Self {
         let window_len = engine.policy().adaptive.anomaly.window;
-        let shared = shared::SharedControl::for_backend(engine.store());
+        let fleet = fleet_for(engine.store()).map(FleetControl::new);
         Self {
             engine,
             model,
@@ -69,7 +75,7 @@ impl ControlLoop {
             window: ActivityWindow::new(window_len),
             window_len,
             judge: Judge::default(),
-            shared,
+            fleet,
             pinned_load: None,
         }
     }
@@ -116,7 +122,7 @@ impl ControlLoop {
             leader: true,
             ..CycleReport::default()
         };
-        let verdict = match &mut self.shared {
+        let verdict = match &mut self.fleet {
             None => Some(off_the_workers(|| {
                 for (subject, activity) in &pending {
                     self.window.add(*subject, now, activity);
@@ -129,9 +135,9 @@ impl ControlLoop {
                     .collect();
                 self.decide(&policy, now, totals)
             })),
-            Some(shared) => {
+            Some(fleet) => {
                 let threshold = thresholds.anomaly_threshold;
-                shared
+                fleet
                     .cycle(&policy, now, &pending, &mut self.judge, |judge, totals| {
                         off_the_workers(|| {
                             decide_with(&self.model, judge, &policy, threshold, now, totals)
@@ -140,7 +146,7 @@ impl ControlLoop {
                     .await
             }
         };
-        report.leader = self.shared.as_ref().is_none_or(|s| s.is_leader());
+        report.leader = self.fleet.as_ref().is_none_or(|f| f.is_leader());
         if let Some(verdict) = verdict {
             report.active = verdict.observed.len();
             report.scored = verdict.scores.len();
@@ -208,7 +214,7 @@ pub struct Verdict {
     pub observed: HashMap<KeyHash, Observed>,
 }
 
-fn observe_totals(totals: &SharedTotals, now: Micros) -> Observed {
+fn observe_totals(totals: &WindowTotals, now: Micros) -> Observed {
     Observed {
         features: features_of(
             &totals.counters,

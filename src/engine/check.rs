@@ -2,8 +2,9 @@
 
 use super::planner::EndpointChoice;
 use super::{CheckError, CheckRequest, Decision, Engine, FeatureTrace, Plan, Reason};
+use crate::limit::KeyHash;
 use crate::metrics::Api;
-use crate::store::{Applied, KeyHash, Store, StoreError};
+use crate::store::{Applied, Store, StoreError};
 
 /// A batch item the policy cannot decide, with its position.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]

@@ -7,7 +7,7 @@
 use super::plan::Plan;
 use super::resolve::Resolved;
 use crate::clock::Micros;
-use crate::policy::Limit;
+use crate::limit::Limit;
 use crate::store::{Applied, CheckResult};
 use serde::Serialize;
 use smallvec::SmallVec;

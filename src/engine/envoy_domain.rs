@@ -5,10 +5,12 @@
 //! value, so neither values nor addresses reach the store.
 
 use super::{Cost, Engine, Plan, Resolved};
-use crate::algorithm::Algorithm;
 use crate::envoy_config::{Domain, Rule, Unit};
-use crate::policy::{Limit, Policy};
-use crate::store::{KeyHash, Store};
+use crate::limit::Algorithm;
+use crate::limit::KeyHash;
+use crate::limit::Limit;
+use crate::policy::Policy;
+use crate::store::Store;
 use std::collections::HashSet;
 use std::num::NonZeroU64;
 use std::sync::Arc;
@@ -213,10 +215,10 @@ fn override_limit(
     let name = configured.map_or_else(|| "override".to_owned(), |l| l.name.clone());
     let id = format!(
         "o:{:016x}",
-        crate::policy::hash_limit_id(&format!("{domain}\0{}\0{algorithm}", unit.name()))
+        crate::limit::hash_limit_id(&format!("{domain}\0{}\0{algorithm}", unit.name()))
     );
     Limit {
-        id_hash: crate::policy::hash_limit_id(&id),
+        id_hash: crate::limit::hash_limit_id(&id),
         id,
         label: format!("envoy:{domain}/{name}"),
         name,

@@ -2,7 +2,7 @@
 //! or deny as `store.on_error` says, counted in `store_errors_total` by what was done.
 
 use super::{Decision, Engine, Plan, Reason};
-use crate::policy::OnError;
+use crate::store::OnError;
 use crate::store::{Applied, Request, Store, StoreError};
 
 impl<S: Store> Engine<S> {

@@ -3,7 +3,7 @@
 //! BLAKE3 in keyed mode with a key derived from `RATEWARDEN_HASH_KEY`, so a dump of the store
 //! reveals nothing without the secret, and every daemon with the same secret agrees on keys.
 
-use crate::store::KeyHash;
+use crate::limit::KeyHash;
 use quick_cache::sync::Cache;
 use std::net::IpAddr;
 use std::sync::Arc;

@@ -4,10 +4,11 @@
 
 use super::planner::EndpointChoice;
 use super::{CheckError, CheckRequest, Engine, Plan};
-use crate::algorithm::Algorithm;
 use crate::features::Observed;
+use crate::limit::Algorithm;
+use crate::limit::KeyHash;
 use crate::policy::KeyScope;
-use crate::store::{Applied, KeyHash, Store, StoreError};
+use crate::store::{Applied, Store, StoreError};
 use std::net::{IpAddr, Ipv4Addr};
 use std::time::Duration;
 

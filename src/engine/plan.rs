@@ -1,9 +1,10 @@
 //! A request turned into store checks: which key each limit counts under and at what scale.
 
 use super::resolve::Resolved;
-use crate::algorithm::Rate;
+use crate::limit::Rate;
+use crate::limit::{KeyHash, LimitId};
 use crate::policy::KeyScope;
-use crate::store::{Check, KeyHash, LimitId, Request};
+use crate::store::{Check, Request};
 
 /// Everything the engine settled before asking the store.
 #[derive(Debug, Clone)]

@@ -2,8 +2,9 @@
 //! scaled by the load factor and its subject's anomaly standing.
 
 use super::{CheckError, CheckRequest, Cost, Engine, FeatureTrace, Plan, Resolved};
+use crate::limit::KeyHash;
 use crate::policy::KeyScope;
-use crate::store::{KeyHash, Store};
+use crate::store::Store;
 
 /// Which endpoint rule a plan uses.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -1,7 +1,8 @@
 //! Which tier and endpoint rule apply to a request (or which envoyproxy/ratelimit limit applies
 //! to a descriptor), kept with the policy they came from.
 
-use crate::policy::{EndpointRule, Limit, Policy, Tier};
+use crate::limit::Limit;
+use crate::policy::{EndpointRule, Policy, Tier};
 use std::sync::Arc;
 
 /// The tier and endpoint rule of one request, in the policy snapshot it was decided under.

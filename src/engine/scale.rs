@@ -5,8 +5,8 @@
 
 use crate::clock::Micros;
 use crate::features::Observed;
+use crate::limit::KeyHash;
 use crate::policy::Policy;
-use crate::store::KeyHash;
 use arc_swap::ArcSwap;
 use hashbrown::HashMap;
 use serde::{Deserialize, Serialize};

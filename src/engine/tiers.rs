@@ -2,8 +2,9 @@
 //! store is not asked on every request.
 
 use super::{CheckRequest, Engine};
+use crate::limit::KeyHash;
 use crate::metrics::Metrics;
-use crate::store::{KeyHash, Store, StoreError};
+use crate::store::{Store, StoreError};
 use moka::future::Cache;
 use std::future::Future;
 use std::sync::Arc;

@@ -9,9 +9,10 @@ use super::raw::{
     DESCRIPTOR_KEYS, FILE_KEYS, RATE_LIMIT_KEYS, RawDescriptor, RawFile, RawRateLimit,
 };
 use super::{BlockRule, Domain, KeyNodes, Level, LimitRule, Node, Rule, Unit};
-use crate::algorithm::Algorithm;
+use crate::limit::Algorithm;
+use crate::limit::Limit;
+use crate::policy::PolicyErrors;
 use crate::policy::fields::{Errors, join};
-use crate::policy::{Limit, PolicyErrors};
 use serde_yaml_ng::Value;
 use std::num::NonZeroU64;
 use std::sync::Arc;
@@ -181,7 +182,7 @@ fn rule(
     };
     let id = limit_id(domain, tree_path, algorithm);
     let limit = Limit {
-        id_hash: crate::policy::hash_limit_id(&id),
+        id_hash: crate::limit::hash_limit_id(&id),
         id,
         label: format!("envoy:{domain}/{shown}"),
         name: shown,
@@ -276,7 +277,7 @@ fn algorithm(e: &mut Errors, at: &str, raw: &Option<Value>) -> Option<Algorithm>
 fn limit_id(domain: &str, tree_path: &str, algorithm: Algorithm) -> String {
     format!(
         "x:{:016x}",
-        crate::policy::hash_limit_id(&format!("{domain}\0{tree_path}\0{algorithm}"))
+        crate::limit::hash_limit_id(&format!("{domain}\0{tree_path}\0{algorithm}"))
     )
 }
 

@@ -12,7 +12,7 @@ mod load;
 mod lookup;
 pub(crate) mod raw;
 
-use crate::policy::Limit;
+use crate::limit::Limit;
 use std::collections::HashMap;
 use std::fmt;
 use std::path::PathBuf;

@@ -7,7 +7,7 @@
 
 use super::Counters;
 use crate::clock::Micros;
-use crate::store::KeyHash;
+use crate::limit::KeyHash;
 use hashbrown::HashMap;
 use parking_lot::Mutex;
 use smallvec::SmallVec;

@@ -4,7 +4,7 @@
 
 use super::{Activity, Pending};
 use crate::clock::Micros;
-use crate::store::KeyHash;
+use crate::limit::KeyHash;
 use hashbrown::HashMap;
 use smallvec::SmallVec;
 use std::time::Duration;

@@ -11,9 +11,10 @@
 use crate::clock::{ManualClock, Micros, micros};
 use crate::engine::{CheckRequest, Cost, Engine, SubjectHasher};
 use crate::features::{ActivityWindow, Features, Recorder};
+use crate::limit::KeyHash;
 use crate::policy::Policy;
 use crate::simulate::{Label, TrafficRecord};
-use crate::store::{KeyHash, MemoryStore};
+use crate::store::MemoryStore;
 use hashbrown::HashMap;
 use std::net::IpAddr;
 use std::sync::Arc;

@@ -9,11 +9,8 @@ mod limits;
 
 use super::fields::{Errors, join};
 use super::raw::{RawIdentity, RawPolicy, RawStore};
-use super::{
-    EndpointRule, Identity, KeyScope, OnError, PathPattern, Policy, PolicyErrors, StoreConfig,
-    StoreUrl,
-};
-use crate::store::SentinelUrl;
+use super::{EndpointRule, Identity, KeyScope, PathPattern, Policy, PolicyErrors};
+use crate::store::{OnError, StoreSettings, StoreUrl};
 use limits::{compile_endpoint, compile_tier, limits};
 use serde_yaml_ng::Value;
 use std::collections::HashSet;
@@ -156,7 +153,7 @@ pub(crate) fn parse<T: serde::de::DeserializeOwned>(text: &str) -> Result<T, Pol
     })
 }
 
-fn store(e: &mut Errors, raw: RawStore) -> StoreConfig {
+fn store(e: &mut Errors, raw: RawStore) -> StoreSettings {
     e.unknown_keys(
         "store",
         &raw.unknown,
@@ -209,7 +206,7 @@ fn store(e: &mut Errors, raw: RawStore) -> StoreConfig {
         .filter(|v| !v.is_null())
         .and_then(|v| e.count("store.max_keys", v, 1, u64::MAX))
         .unwrap_or(DEFAULT_MAX_KEYS);
-    StoreConfig {
+    StoreSettings {
         url,
         on_error,
         timeout,
@@ -218,39 +215,11 @@ fn store(e: &mut Errors, raw: RawStore) -> StoreConfig {
     }
 }
 
+/// The URL as the store parses it; its error is reported at `store.url`.
 fn store_url(e: &mut Errors, url: &str) -> Option<StoreUrl> {
-    if url == "memory://" {
-        return Some(StoreUrl::Memory);
-    }
-    if url.starts_with("redis://") || url.starts_with("rediss://") {
-        return Some(StoreUrl::Redis(url.to_owned()));
-    }
-    if url.starts_with("redis+sentinel://") {
-        return match SentinelUrl::parse(url) {
-            Ok(parsed) => Some(StoreUrl::RedisSentinel(parsed)),
-            Err(message) => {
-                e.push("store.url", message);
-                None
-            }
-        };
-    }
-    if let Some(nodes) = url.strip_prefix("redis+cluster://") {
-        let nodes: Vec<String> = nodes
-            .split(',')
-            .filter(|n| !n.is_empty())
-            .map(|n| format!("redis://{n}"))
-            .collect();
-        if nodes.is_empty() {
-            e.push("store.url", "redis+cluster:// needs at least one host:port");
-            return None;
-        }
-        return Some(StoreUrl::RedisCluster(nodes));
-    }
-    e.push(
-        "store.url",
-        format!("unsupported store \"{url}\" (expected memory://, redis://, rediss://, redis+cluster:// or redis+sentinel://)"),
-    );
-    None
+    StoreUrl::parse(url)
+        .map_err(|error| e.push("store.url", error.to_string()))
+        .ok()
 }
 
 fn identity(e: &mut Errors, raw: RawIdentity) -> Identity {

@@ -10,9 +10,8 @@ mod error;
 pub(crate) mod fields;
 pub(crate) mod raw;
 
-use crate::algorithm::{Algorithm, Rate};
-use crate::clock::{Micros, micros};
-use crate::store::SentinelUrl;
+use crate::limit::Limit;
+use crate::store::StoreSettings;
 use std::num::NonZeroU64;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
@@ -24,7 +23,7 @@ pub use error::{PolicyError, PolicyErrors};
 /// A whole, valid policy.
 #[derive(Debug, Clone)]
 pub struct Policy {
-    pub store: StoreConfig,
+    pub store: StoreSettings,
     pub identity: Identity,
     pub tiers: Vec<Tier>,
     /// Index into `tiers`.
@@ -35,33 +34,6 @@ pub struct Policy {
     /// (read and compiled by `rules`, not here).
     pub envoy_config: Option<PathBuf>,
     pub adaptive: Adaptive,
-}
-
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct StoreConfig {
-    pub url: StoreUrl,
-    pub on_error: OnError,
-    pub timeout: Duration,
-    pub key_prefix: String,
-    /// The most keys the embedded store tracks at once (see README, "Memory").
-    pub max_keys: NonZeroU64,
-}
-
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum StoreUrl {
-    Memory,
-    Redis(String),
-    RedisCluster(Vec<String>),
-    /// `redis+sentinel://`: the primary that these Sentinels name, followed across failovers.
-    RedisSentinel(SentinelUrl),
-}
-
-/// What a decision does while the store fails.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum OnError {
-    Allow,
-    Deny,
-    Local,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -122,61 +94,6 @@ pub struct EndpointRule {
     pub limits: Vec<Limit>,
     /// Where the rule sits in the file, for errors that name it (`endpoints[3]`).
     pub path_in_file: String,
-}
-
-/// One limit as the policy states it, before scaling.
-#[derive(Debug, Clone)]
-pub struct Limit {
-    pub name: String,
-    pub algorithm: Algorithm,
-    pub requests: NonZeroU64,
-    pub window: Duration,
-    pub burst: NonZeroU64,
-    pub shadow: bool,
-    pub adaptive: bool,
-    /// Stable store identity (`t:free:hourly`): usage survives a reload that keeps the name.
-    pub id: String,
-    /// A hash of `id`, computed once here rather than on every request.
-    pub id_hash: u64,
-    /// What responses call it (`tier:free/hourly`, `endpoint:/api/search/search`).
-    pub label: String,
-}
-
-impl Limit {
-    pub fn window_micros(&self) -> Micros {
-        micros(self.window).max(1)
-    }
-
-    /// The effective rate at `scale`: floor(requests × scale), floor(burst × scale).
-    pub fn rate(&self, scale: f64) -> Rate {
-        Rate {
-            algorithm: self.algorithm,
-            window: self.window_micros(),
-            requests: scale_count(self.requests.get(), scale),
-            burst: scale_count(self.burst.get(), scale),
-        }
-    }
-
-    pub fn base_rate(&self) -> Rate {
-        self.rate(1.0)
-    }
-}
-
-/// The 64-bit hash of a limit id that stores mix into their keys.
-pub fn hash_limit_id(id: &str) -> u64 {
-    let digest = blake3::hash(id.as_bytes());
-    let mut first = [0u8; 8];
-    first.copy_from_slice(&digest.as_bytes()[..8]);
-    u64::from_le_bytes(first)
-}
-
-fn scale_count(n: u64, scale: f64) -> u64 {
-    if scale == 1.0 {
-        return n;
-    }
-    // `as` saturates; NaN and negatives (never produced, scales are validated) become 0. The
-    // epsilon keeps products such as 100 × 0.29 (28.999999999999996 in binary) at 29.
-    (n as f64 * scale + 1e-9).floor() as u64
 }
 
 #[derive(Debug, Clone, PartialEq)]

@@ -5,9 +5,10 @@
 //! each other in a cycle), evaluates every check, and consumes only if all enforced checks
 //! pass: all or nothing, with no lock held across an await.
 
-use super::{Applied, Check, CheckResult, KeyHash, Request, Store, StoreError, StoreKind};
+use super::{Applied, Check, CheckResult, Request, Store, StoreError, StoreKind};
 use crate::algorithm::{self, State};
 use crate::clock::{Clock, Micros};
+use crate::limit::{KeyHash, Rate};
 use hashbrown::HashMap;
 use parking_lot::{Mutex, MutexGuard, RwLock};
 use smallvec::SmallVec;
@@ -160,7 +161,7 @@ impl MemoryStore {
 
 fn evaluate(state: Option<&State>, now: Micros, check: &Check<'_>) -> CheckResult {
     let outcome = algorithm::peek(state, now, &check.rate, check.cost);
-    let probe = |rate: &Option<algorithm::Rate>| match rate {
+    let probe = |rate: &Option<Rate>| match rate {
         Some(rate) => algorithm::peek(state, now, rate, check.cost).allowed,
         None => outcome.allowed,
     };

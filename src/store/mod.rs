@@ -5,17 +5,22 @@
 //! The request is one value so that a remote store can send it in one round trip (one Lua
 //! script), and a batch is a slice so that it can pipeline many.
 
-mod key;
 mod memory;
 mod redis;
+mod settings;
+mod url;
 
-use crate::algorithm::{Outcome, Rate};
+use crate::algorithm::Outcome;
+use crate::limit::{KeyHash, LimitId, Rate};
 use smallvec::SmallVec;
 use std::future::Future;
 
-pub use key::{KeyHash, LimitId};
 pub use memory::MemoryStore;
-pub use redis::{RedisStore, SentinelUrl, SharedTotals, TIER_STORE_TTL};
+pub use redis::{
+    ActivityCounts, ActivityDelta, RedisStore, SentinelUrl, SharedTotals, TIER_STORE_TTL,
+};
+pub use settings::{OnError, StoreSettings};
+pub use url::{StoreUrl, StoreUrlError};
 
 /// One limit to check within a request.
 #[derive(Debug, Clone)]
@@ -193,6 +198,14 @@ impl Store for Backend {
 }
 
 impl Backend {
+    /// The Redis store under this backend: one that several daemons may share.
+    pub fn as_redis(&self) -> Option<&RedisStore> {
+        match self {
+            Backend::Memory(_) => None,
+            Backend::Redis(s) => Some(s),
+        }
+    }
+
     /// Periodic upkeep: the embedded store drops expired keys.
     pub fn sweep(&self) {
         match self {
@@ -213,17 +226,16 @@ pub enum OpenError {
     },
 }
 
-/// Opens the store a policy names.
+/// Opens the store that `settings` name.
 pub async fn open(
-    config: &crate::policy::StoreConfig,
+    settings: &StoreSettings,
     clock: std::sync::Arc<dyn crate::clock::Clock>,
 ) -> Result<Backend, OpenError> {
-    use crate::policy::StoreUrl;
-    let (prefix, timeout) = (&config.key_prefix, config.timeout);
-    match &config.url {
+    let (prefix, timeout) = (&settings.key_prefix, settings.timeout);
+    match &settings.url {
         StoreUrl::Memory => Ok(Backend::Memory(MemoryStore::new(
             clock,
-            config.max_keys.get(),
+            settings.max_keys.get(),
         ))),
         StoreUrl::Redis(url) => RedisStore::connect(url, prefix, timeout)
             .map(Backend::Redis)

@@ -5,7 +5,7 @@
 //! request passes iff `usage + cost <= limit`, and `remaining` follows from `usage`. The models
 //! favour obvious simulations (full histories, token-by-token refills) over clever formulas.
 
-use ratewarden::algorithm::{Algorithm, Rate};
+use ratewarden::limit::{Algorithm, Rate};
 
 pub trait Model {
     /// Records `cost` at `now`; times never go backwards.

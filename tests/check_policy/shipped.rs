@@ -2,8 +2,10 @@
 //! says they mean: tiers, rules, limit ids, matching, durations and defaults.
 
 use crate::{example, manifest_dir, valid_fixture};
-use ratewarden::algorithm::Algorithm;
-use ratewarden::policy::{KeyScope, Limit, OnError, PathPattern, Policy, StoreUrl, parse_duration};
+use ratewarden::limit::Algorithm;
+use ratewarden::limit::Limit;
+use ratewarden::policy::{KeyScope, PathPattern, Policy, parse_duration};
+use ratewarden::store::{OnError, StoreUrl};
 use std::num::NonZeroU64;
 use std::path::Path;
 use std::time::Duration;

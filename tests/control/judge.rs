@@ -2,7 +2,7 @@
 //! first score below the threshold; a quiet flagged subject stays flagged until its hold ends.
 
 use ratewarden::control::Judge;
-use ratewarden::store::KeyHash;
+use ratewarden::limit::KeyHash;
 use std::time::Duration;
 
 const S: u64 = 1_000_000;

@@ -20,9 +20,10 @@
 use crate::common::redis::RedisServer;
 use crate::reference::{ManualExpiry, Reference};
 use crate::support::*;
-use ratewarden::algorithm::{Algorithm, Rate};
 use ratewarden::clock::Clock;
-use ratewarden::store::{Applied, KeyHash, Request, Store, StoreError};
+use ratewarden::limit::KeyHash;
+use ratewarden::limit::{Algorithm, Rate};
+use ratewarden::store::{Applied, Request, Store, StoreError};
 use redis::aio::MultiplexedConnection;
 use std::time::Instant;
 

@@ -10,8 +10,10 @@
 //! the manual clock reaches its decay: Redis's expiry, on the tests' time.
 
 use crate::support::key;
-use ratewarden::algorithm::{self, Algorithm, Rate, State};
-use ratewarden::store::{Applied, CheckResult, CheckResults, KeyHash, Request};
+use ratewarden::algorithm::{self, State};
+use ratewarden::limit::KeyHash;
+use ratewarden::limit::{Algorithm, Rate};
+use ratewarden::store::{Applied, CheckResult, CheckResults, Request};
 use redis::aio::MultiplexedConnection;
 use std::collections::HashMap;
 use std::time::Instant;

@@ -8,9 +8,11 @@
 //! could expire it.
 
 use crate::support::*;
-use ratewarden::algorithm::{Algorithm, Outcome, Rate};
+use ratewarden::algorithm::Outcome;
 use ratewarden::clock::ManualClock;
-use ratewarden::store::{Check, CheckResult, KeyHash, Request, Store};
+use ratewarden::limit::KeyHash;
+use ratewarden::limit::{Algorithm, Rate};
+use ratewarden::store::{Check, CheckResult, Request, Store};
 
 use Algorithm::{FixedWindow, Gcra, SlidingLog, SlidingWindow, TokenBucket};
 

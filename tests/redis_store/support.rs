@@ -2,9 +2,11 @@
 //! on one manual clock, the Redis key layout, and a plain Redis connection for looking inside.
 
 use crate::common::redis::RedisServer;
-use ratewarden::algorithm::{Algorithm, Outcome, Rate};
+use ratewarden::algorithm::Outcome;
 use ratewarden::clock::ManualClock;
-use ratewarden::store::{Check, KeyHash, LimitId, MemoryStore, RedisStore};
+use ratewarden::limit::{Algorithm, Rate};
+use ratewarden::limit::{KeyHash, LimitId};
+use ratewarden::store::{Check, MemoryStore, RedisStore};
 use redis::aio::MultiplexedConnection;
 use std::sync::Arc;
 use std::time::Duration;
@@ -79,7 +81,7 @@ pub fn check(subject: KeyHash, limit: &str, rate: Rate, cost: u64, enforce: bool
         subject,
         limit: LimitId {
             name: limit,
-            hash: ratewarden::policy::hash_limit_id(limit),
+            hash: ratewarden::limit::hash_limit_id(limit),
         },
         rate,
         cost,

@@ -5,10 +5,11 @@
 //! metric label.
 
 use super::MAX_COUNT;
-use crate::algorithm::Algorithm;
+use crate::limit::Algorithm;
+use crate::limit::Limit;
 use crate::policy::fields::{Errors, join};
 use crate::policy::raw::{RawEndpoint, RawLimit, RawTier};
-use crate::policy::{EndpointRule, KeyScope, Limit, PathPattern, Tier};
+use crate::policy::{EndpointRule, KeyScope, PathPattern, Tier};
 use serde_yaml_ng::Value;
 use std::collections::HashSet;
 use std::num::NonZeroU64;
@@ -208,7 +209,7 @@ fn limit(
     let name = name?;
     let id = format!("{id_prefix}{name}");
     Some(Limit {
-        id_hash: crate::policy::hash_limit_id(&id),
+        id_hash: crate::limit::hash_limit_id(&id),
         id,
         label: format!("{label_prefix}{name}"),
         name,

@@ -3,9 +3,10 @@
 //! leader's published standings. Every key carries a TTL; keys hold only hashes.
 
 use super::RedisStore;
+use super::counts::{ActivityCounts, ActivityDelta, SharedTotals};
 use crate::clock::Micros;
-use crate::features::{Counters, Pending};
-use crate::store::{KeyHash, StoreError};
+use crate::limit::KeyHash;
+use crate::store::StoreError;
 use redis::{Cmd, Pipeline};
 use std::time::Duration;
 
@@ -16,14 +17,6 @@ const PUBLISH: &str = include_str!("publish.lua");
 
 /// Subjects per pipeline: large enough to amortise round trips, small enough for one timeout.
 const CHUNK: usize = 500;
-
-/// A subject's window as the store summed it.
-#[derive(Debug, Clone, Copy, PartialEq)]
-pub struct SharedTotals {
-    pub counters: Counters,
-    pub distinct_endpoints: u64,
-    pub distinct_ips: u64,
-}
 
 fn sha(source: &str) -> String {
     redis::Script::new(source).get_hash().to_owned()
@@ -82,7 +75,7 @@ impl RedisStore {
         now: Micros,
         bucket_len: Micros,
         ttl: Duration,
-        items: &[(KeyHash, Pending)],
+        items: &[(KeyHash, ActivityDelta<'_>)],
     ) -> Result<(), StoreError> {
         if items.is_empty() {
             return Ok(());
@@ -93,8 +86,8 @@ impl RedisStore {
         let active = self.control_key("active");
         for chunk in items.chunks(CHUNK) {
             let mut cmds = Vec::with_capacity(chunk.len() + 2);
-            for (subject, pending) in chunk {
-                let c = &pending.counters;
+            for (subject, delta) in chunk {
+                let c = &delta.counts;
                 let mut args = vec![
                     ttl_ms.clone(),
                     c.requests.to_string(),
@@ -106,10 +99,10 @@ impl RedisStore {
                     c.gaps.to_string(),
                     c.gap_sum.to_string(),
                     c.gap_sum_sq.to_string(),
-                    pending.endpoints.len().to_string(),
+                    delta.endpoints.len().to_string(),
                 ];
-                args.extend(pending.endpoints.iter().map(|h| format!("{h:x}")));
-                args.extend(pending.ips.iter().map(|h| format!("{h:x}")));
+                args.extend(delta.endpoints.iter().map(|h| format!("{h:x}")));
+                args.extend(delta.ips.iter().map(|h| format!("{h:x}")));
                 cmds.push(Self::evalsha(
                     FLUSH,
                     &self.bucket_keys(*subject, bucket),
@@ -279,7 +272,7 @@ fn decode_totals(reply: &[redis::Value]) -> Option<SharedTotals> {
     let count = |i: usize| int(i).map(|n| n.max(0) as u64);
     let first = text(4)?;
     Some(SharedTotals {
-        counters: Counters {
+        counts: ActivityCounts {
             requests: count(0)?,
             denied: count(1)?,
             reports: count(2)?,

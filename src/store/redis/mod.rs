@@ -8,15 +8,17 @@
 
 mod activity;
 mod connection;
+mod counts;
 mod script;
 mod sentinel;
 mod sentinel_url;
 
-pub use activity::SharedTotals;
+pub use counts::{ActivityCounts, ActivityDelta, SharedTotals};
 pub use sentinel_url::SentinelUrl;
 
-use super::{Applied, Check, CheckResult, KeyHash, Request, Store, StoreError, StoreKind};
+use super::{Applied, Check, CheckResult, Request, Store, StoreError, StoreKind};
 use crate::clock::{Clock, Micros};
+use crate::limit::KeyHash;
 use connection::{Connection, is_noscript};
 use redis::{Cmd, ErrorKind, Pipeline, ServerErrorKind};
 use script::{Mode, SOURCE};

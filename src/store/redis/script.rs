@@ -1,8 +1,9 @@
 //! The request script: encoding checks as KEYS and ARGV, decoding its reply.
 
 use super::super::{Applied, Check, CheckResult, Request};
-use crate::algorithm::{Algorithm, Outcome, Rate};
+use crate::algorithm::Outcome;
 use crate::clock::Micros;
+use crate::limit::{Algorithm, Rate};
 
 pub const SOURCE: &str = include_str!("limits.lua");
 

@@ -1,6 +1,7 @@
 //! The parts of a store key: a keyed hash of the subject, and a limit's stable name.
 //!
 //! Raw identifiers never get here: the engine hashes them with the daemon's secret first.
+//! Limit ids are hashed once, when a policy or envoy configuration is compiled.
 
 use std::fmt;
 
@@ -29,4 +30,12 @@ impl KeyHash {
         self.0
             ^ (h << 64 | h.rotate_left(29)).wrapping_mul(0x9E37_79B9_7F4A_7C15_F39C_C060_5CED_C835)
     }
+}
+
+/// The 64-bit hash of a limit id that stores mix into their keys.
+pub fn hash_limit_id(id: &str) -> u64 {
+    let digest = blake3::hash(id.as_bytes());
+    let mut first = [0u8; 8];
+    first.copy_from_slice(&digest.as_bytes()[..8]);
+    u64::from_le_bytes(first)
 }

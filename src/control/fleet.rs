@@ -1,37 +1,35 @@
-//! The control loop over a shared Redis: every daemon adds its activity to the store; the
-//! holder of a lease sums each subject's window, scores, judges and publishes the standings
-//! (with the features behind them); the others adopt what it published.
+//! The control loop's fleet mode, over state the daemons share ([`FleetState`]): every daemon
+//! adds its activity to it; the holder of a lease sums each subject's window, scores, judges
+//! and publishes the standings (with the features behind them); the others adopt what it
+//! published.
 
+use super::fleet_state::FleetState;
 use super::judge::{Flag, Judge};
 use super::{Verdict, observe_totals};
 use crate::clock::{Micros, micros};
 use crate::engine::Standing;
 use crate::features::window::{bucket_len, oldest_bucket};
 use crate::features::{Features, Observed, Pending};
+use crate::limit::KeyHash;
 use crate::policy::Policy;
-use crate::store::{Backend, KeyHash, RedisStore};
 use hashbrown::HashMap;
 use std::time::Duration;
 
-pub struct SharedControl {
-    store: RedisStore,
+pub struct FleetControl {
+    fleet: Box<dyn FleetState>,
     /// This daemon's name in the lease: random per process.
     id: String,
     leader: bool,
     generation: u64,
 }
 
-impl SharedControl {
-    /// `Some` for a Redis store (shared by definition), `None` for the embedded one.
-    pub fn for_backend(backend: &Backend) -> Option<Self> {
-        match backend {
-            Backend::Memory(_) => None,
-            Backend::Redis(store) => Some(Self {
-                store: store.clone(),
-                id: format!("{:016x}", rand_id()),
-                leader: false,
-                generation: 0,
-            }),
+impl FleetControl {
+    pub fn new(fleet: Box<dyn FleetState>) -> Self {
+        Self {
+            fleet,
+            id: format!("{:016x}", rand_id()),
+            leader: false,
+            generation: 0,
         }
     }
 
@@ -52,13 +50,13 @@ impl SharedControl {
         let interval = policy.adaptive.interval;
         let len = bucket_len(anomaly.window);
         let keep = anomaly.window + Duration::from_micros(len * 2);
-        if let Err(error) = self.store.flush_activity(now, len, keep, pending).await {
+        if let Err(error) = self.fleet.flush_activity(now, len, keep, pending).await {
             tracing::warn!(%error, "control loop: cannot add activity to the store");
         }
         let lease = (interval * 3).max(Duration::from_secs(1));
         let hold = micros(anomaly.hold);
         let was_leader = self.leader;
-        self.leader = match self.store.try_lead(&self.id, lease).await {
+        self.leader = match self.fleet.try_lead(&self.id, lease).await {
             Ok(held) => held,
             Err(error) => {
                 tracing::warn!(%error, "control loop: cannot take the lease");
@@ -74,7 +72,7 @@ impl SharedControl {
             tracing::info!("control loop: this daemon now scores for the fleet");
         }
         let since = now.saturating_sub(micros(anomaly.window) + len);
-        let subjects = match self.store.active_subjects(since).await {
+        let subjects = match self.fleet.active_subjects(since).await {
             Ok(subjects) => subjects,
             Err(error) => {
                 tracing::warn!(%error, "control loop: cannot list active subjects");
@@ -82,8 +80,8 @@ impl SharedControl {
             }
         };
         let totals = match self
-            .store
-            .activity_totals(&subjects, oldest_bucket(now, len), now / len)
+            .fleet
+            .window_totals(&subjects, oldest_bucket(now, len), now / len)
             .await
         {
             Ok(totals) => totals,
@@ -103,7 +101,7 @@ impl SharedControl {
         self.generation = (self.generation + 1).max(now);
         let entries = encode(&verdict, judge);
         match self
-            .store
+            .fleet
             .publish_standings(&self.id, self.generation, &entries, ttl, lease)
             .await
         {
@@ -121,7 +119,7 @@ impl SharedControl {
 
     /// Reads the leader's latest standings into a verdict, and its flags into `judge`.
     async fn adopt(&mut self, judge: &mut Judge, hold: Micros) -> Option<(Verdict, u64)> {
-        let (generation, entries) = match self.store.read_standings().await {
+        let (generation, entries) = match self.fleet.read_standings().await {
             Ok(Some(found)) => found,
             Ok(None) => return None,
             Err(error) => {

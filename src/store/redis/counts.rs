@@ -1,0 +1,40 @@
+//! The plain numbers the shared store adds up per subject and window bucket: what a daemon
+//! flushes, and what the store sums back.
+//!
+//! Defined here, not taken from the features, so the store depends on nothing above it: the
+//! control loop converts its features' counters to and from these.
+
+use crate::clock::Micros;
+
+/// Counts that add up across daemons and buckets.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct ActivityCounts {
+    pub requests: u64,
+    pub denied: u64,
+    pub reports: u64,
+    pub client_errors: u64,
+    /// The first and last request (µs since the epoch); `first` is `u64::MAX` before any.
+    pub first: Micros,
+    pub last: Micros,
+    /// Gaps between consecutive requests: how many, their sum and sum of squares (seconds).
+    pub gaps: u64,
+    pub gap_sum: f64,
+    pub gap_sum_sq: f64,
+}
+
+/// One subject's activity since the last flush: counts, and the hashes of the distinct
+/// endpoints and addresses seen (added to the bucket's HyperLogLogs).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct ActivityDelta<'a> {
+    pub counts: ActivityCounts,
+    pub endpoints: &'a [u64],
+    pub ips: &'a [u64],
+}
+
+/// A subject's window as the store summed it.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct SharedTotals {
+    pub counts: ActivityCounts,
+    pub distinct_endpoints: u64,
+    pub distinct_ips: u64,
+}

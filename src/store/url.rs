@@ -1,0 +1,104 @@
+//! `store.url`: which backend, and where (`memory://`, `redis://`, `rediss://`,
+//! `redis+cluster://`, `redis+sentinel://`).
+//!
+//! Parsed here rather than by the policy compiler: the store knows which URLs it can open, and
+//! its errors say what is wrong with one.
+
+use super::SentinelUrl;
+
+/// Where the store lives.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum StoreUrl {
+    Memory,
+    Redis(String),
+    RedisCluster(Vec<String>),
+    /// `redis+sentinel://`: the primary that these Sentinels name, followed across failovers.
+    RedisSentinel(SentinelUrl),
+}
+
+/// Why a `store.url` names no store.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum StoreUrlError {
+    #[error(
+        "unsupported store \"{0}\" (expected memory://, redis://, rediss://, redis+cluster:// or redis+sentinel://)"
+    )]
+    Unsupported(String),
+    #[error("redis+cluster:// needs at least one host:port")]
+    NoClusterNodes,
+    /// What [`SentinelUrl::parse`] found wrong.
+    #[error("{0}")]
+    Sentinel(String),
+}
+
+impl StoreUrl {
+    pub fn parse(url: &str) -> Result<StoreUrl, StoreUrlError> {
+        if url == "memory://" {
+            return Ok(StoreUrl::Memory);
+        }
+        if url.starts_with("redis://") || url.starts_with("rediss://") {
+            return Ok(StoreUrl::Redis(url.to_owned()));
+        }
+        if url.starts_with("redis+sentinel://") {
+            return SentinelUrl::parse(url)
+                .map(StoreUrl::RedisSentinel)
+                .map_err(StoreUrlError::Sentinel);
+        }
+        if let Some(nodes) = url.strip_prefix("redis+cluster://") {
+            let nodes: Vec<String> = nodes
+                .split(',')
+                .filter(|n| !n.is_empty())
+                .map(|n| format!("redis://{n}"))
+                .collect();
+            if nodes.is_empty() {
+                return Err(StoreUrlError::NoClusterNodes);
+            }
+            return Ok(StoreUrl::RedisCluster(nodes));
+        }
+        Err(StoreUrlError::Unsupported(url.to_owned()))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{StoreUrl, StoreUrlError};
+
+    #[test]
+    fn each_scheme_names_its_backend() {
+        assert_eq!(StoreUrl::parse("memory://"), Ok(StoreUrl::Memory));
+        assert_eq!(
+            StoreUrl::parse("rediss://h:6380/2"),
+            Ok(StoreUrl::Redis("rediss://h:6380/2".into()))
+        );
+        assert_eq!(
+            StoreUrl::parse("redis+cluster://h1:7000,,h2:7001"),
+            Ok(StoreUrl::RedisCluster(vec![
+                "redis://h1:7000".into(),
+                "redis://h2:7001".into()
+            ]))
+        );
+        assert!(matches!(
+            StoreUrl::parse("redis+sentinel://h1/mymaster"),
+            Ok(StoreUrl::RedisSentinel(_))
+        ));
+    }
+
+    #[test]
+    fn errors_say_what_is_wrong() {
+        assert_eq!(
+            StoreUrl::parse("redis+cluster://").map_err(|e| e.to_string()),
+            Err("redis+cluster:// needs at least one host:port".to_owned())
+        );
+        assert_eq!(
+            StoreUrl::parse("memcached://h").map_err(|e| e.to_string()),
+            Err(
+                "unsupported store \"memcached://h\" (expected memory://, redis://, rediss://, \
+                 redis+cluster:// or redis+sentinel://)"
+                    .to_owned()
+            )
+        );
+        assert!(matches!(
+            StoreUrl::parse("redis+sentinel://h1"),
+            Err(StoreUrlError::Sentinel(_))
+        ));
+    }
+}
