@@ -13,6 +13,7 @@
 //! - [`store`]: where usage lives: the [`store::Store`] trait, the embedded store, and the Redis
 //!   store (one Lua script per request; Redis Cluster; a primary named by Redis Sentinel).
 //! - [`features`]: per-subject access features (rates and ratios over the anomaly window).
+//! - [`yaml`]: the YAML toolkit both front-ends compile with (paths in errors, durations).
 //! - [`policy`]: the policy file's YAML compiled into types that cannot be invalid.
 //! - [`envoy_config`]: envoyproxy/ratelimit configuration files, compiled like the policy.
 //! - [`rules`]: reads the policy file and its envoy folder from disk and compiles them.
@@ -51,3 +52,4 @@ pub mod replay;
 pub mod rules;
 pub mod simulate;
 pub mod store;
+pub mod yaml;

@@ -11,8 +11,8 @@ use super::raw::{
 use super::{BlockRule, Domain, KeyNodes, Level, LimitRule, Node, Rule, Unit};
 use crate::limit::Algorithm;
 use crate::limit::Limit;
-use crate::policy::PolicyErrors;
-use crate::policy::fields::{Errors, join};
+use crate::yaml::PolicyErrors;
+use crate::yaml::fields::{Errors, join};
 use serde_yaml_ng::Value;
 use std::num::NonZeroU64;
 use std::sync::Arc;
@@ -25,8 +25,8 @@ pub(super) fn compile(text: &str, file: &str) -> Result<Domain, PolicyErrors> {
     let raw: RawFile = if text.trim().is_empty() {
         RawFile::default()
     } else {
-        crate::policy::parse::<Value>(text)?;
-        crate::policy::parse(text)?
+        crate::yaml::parse::<Value>(text)?;
+        crate::yaml::parse(text)?
     };
     let mut e = Errors::default();
     e.unknown_keys("", &raw.unknown, FILE_KEYS);

@@ -1,7 +1,7 @@
 //! An envoyproxy/ratelimit file exactly as YAML gives it: untyped leaves and captured unknown
 //! keys, so compiling it can report every problem at once.
 
-use crate::policy::raw::{Leaf, Unknown};
+use crate::yaml::{Leaf, Unknown};
 use serde::Deserialize;
 
 #[derive(Debug, Default, Deserialize)]

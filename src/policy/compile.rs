@@ -7,10 +7,11 @@
 mod adaptive;
 mod limits;
 
-use super::fields::{Errors, join};
 use super::raw::{RawIdentity, RawPolicy, RawStore};
 use super::{EndpointRule, Identity, KeyScope, PathPattern, Policy, PolicyErrors};
 use crate::store::{OnError, StoreSettings, StoreUrl};
+use crate::yaml::fields::{Errors, join};
+use crate::yaml::parse;
 use limits::{compile_endpoint, compile_tier, limits};
 use serde_yaml_ng::Value;
 use std::collections::HashSet;
@@ -136,21 +137,6 @@ pub(super) fn compile(text: &str, base_dir: &Path) -> Result<Policy, PolicyError
         adaptive,
     };
     e.finish(policy)
-}
-
-/// Deserializes the whole file; a failure is the one error reported.
-pub(crate) fn parse<T: serde::de::DeserializeOwned>(text: &str) -> Result<T, PolicyErrors> {
-    let de = serde_yaml_ng::Deserializer::from_str(text);
-    serde_path_to_error::deserialize(de).map_err(|e| {
-        let path = e.path().to_string();
-        let message = e.into_inner().to_string();
-        // serde_yaml_ng starts its message with the path when it knows one; a syntax error has
-        // none (only a line and column), whatever key the parser had reached.
-        match message.strip_prefix(&format!("{path}: ")) {
-            Some(rest) if path != "." => PolicyErrors::single(&path, rest),
-            _ => PolicyErrors::single("", message),
-        }
-    })
 }
 
 fn store(e: &mut Errors, raw: RawStore) -> StoreSettings {

@@ -5,9 +5,6 @@
 //! compiles them, collecting every error with its path in the file.
 
 mod compile;
-mod duration;
-mod error;
-pub(crate) mod fields;
 pub(crate) mod raw;
 
 use crate::limit::Limit;
@@ -16,9 +13,7 @@ use std::num::NonZeroU64;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-pub(crate) use compile::parse;
-pub use duration::parse_duration;
-pub use error::{PolicyError, PolicyErrors};
+pub use crate::yaml::{PolicyError, PolicyErrors, parse_duration};
 
 /// A whole, valid policy.
 #[derive(Debug, Clone)]

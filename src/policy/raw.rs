@@ -1,13 +1,9 @@
 //! The policy file exactly as YAML gives it: every leaf is an untyped value and unknown keys are
 //! captured, so that compiling it can report every problem at once instead of the first.
 
+pub use crate::yaml::{Leaf, Unknown};
 use indexmap::IndexMap;
 use serde::Deserialize;
-use serde_yaml_ng::Value;
-use std::collections::BTreeMap;
-
-pub type Leaf = Option<Value>;
-pub type Unknown = BTreeMap<String, Value>;
 
 #[derive(Debug, Default, Deserialize)]
 #[serde(expecting = "a map")]

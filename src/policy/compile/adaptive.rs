@@ -4,9 +4,9 @@
 //! behaviour; only values out of range are errors.
 
 use super::MAX_COUNT;
-use crate::policy::fields::Errors;
 use crate::policy::raw::{RawAdaptive, RawAnomaly, RawLoad};
 use crate::policy::{Adaptive, AnomalySettings, LoadSettings};
+use crate::yaml::fields::Errors;
 use std::num::NonZeroU64;
 use std::path::Path;
 use std::time::Duration;

@@ -7,9 +7,9 @@
 use super::MAX_COUNT;
 use crate::limit::Algorithm;
 use crate::limit::Limit;
-use crate::policy::fields::{Errors, join};
 use crate::policy::raw::{RawEndpoint, RawLimit, RawTier};
 use crate::policy::{EndpointRule, KeyScope, PathPattern, Tier};
+use crate::yaml::fields::{Errors, join};
 use serde_yaml_ng::Value;
 use std::collections::HashSet;
 use std::num::NonZeroU64;

@@ -1,8 +1,8 @@
 //! Reading raw leaves into typed values, recording an error with its path for each bad one.
 
-use super::duration::parse_duration;
-use super::error::{PolicyError, PolicyErrors};
-use super::raw::{Leaf, Unknown};
+use super::parse_duration;
+use super::{Leaf, Unknown};
+use super::{PolicyError, PolicyErrors};
 use serde_yaml_ng::Value;
 use std::time::Duration;
 
