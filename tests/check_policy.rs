@@ -1,6 +1,6 @@
-//! Policy validation (policy.md): every fixture under `tests/fixtures/policies/` provokes the
+//! Policy validation (docs/reference/policy.md): every fixture under `tests/fixtures/policies/` provokes the
 //! failure it is named after and nothing else; `check-policy` prints and exits accordingly; the
-//! shipped example policy compiles to what policy.md says it means.//!
+//! shipped example policy compiles to what docs/reference/policy.md says it means.//!
 //! This file has the fixture helpers and the library's errors; `tests/check_policy/` holds the
 //! expected errors, the binary's tests and what the shipped policy means.
 

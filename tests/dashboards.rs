@@ -3,7 +3,7 @@
 //! redis-server every second under generated traffic; then every panel query of both
 //! dashboards, variables substituted as Grafana would, must return data, every metric a panel
 //! reads must be in /metrics, and alert rules must fire. The run's data is drawn into
-//! `dashboards/preview-*.png` (README shows them).
+//! `dashboards/preview-*.png` (docs/guides/monitoring.md shows them).
 
 mod common;
 #[path = "dashboards/files.rs"]

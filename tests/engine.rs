@@ -49,7 +49,7 @@ async fn denied_request_consumes_nothing_from_any_limit() {
         let d = check(&engine, req("bob", "/api/export")).await;
         assert!(!d.allowed);
         assert_eq!(violated(&d), ["export"]);
-        // api.md: shorter than the tier's hourly limit, which has room, so `burst`.
+        // docs/reference/http-api.md, Reasons: shorter than the tier's hourly limit, which has room, so `burst`.
         assert_eq!(d.reason, Some(Reason::Burst));
     }
     // Only the 5 admitted requests were counted by the tier: 15 left of the burst of 20.

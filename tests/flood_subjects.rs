@@ -1,5 +1,5 @@
 //! One million distinct subjects through HTTP within a minute, against the real binary on the
-//! embedded store: resident memory stays under the bound README states, `store.max_keys`
+//! embedded store: resident memory stays under the bound docs/benchmarks.md states, `store.max_keys`
 //! refuses the subjects past the cap with a clear decision, and the daemon keeps serving.
 //!
 //! A client on this 2-core machine cannot send a million single requests a minute next to the
@@ -17,7 +17,7 @@ const BATCH: u64 = 1_000;
 const CLIENTS: usize = 4;
 /// The store's cap: under a third of the flood, so most of it is refused.
 const MAX_KEYS: u64 = 300_000;
-/// README's bound on resident memory (peak, `VmHWM`) for this flood.
+/// The documented bound (docs/benchmarks.md) on resident memory (peak, `VmHWM`) for this flood.
 const RSS_BOUND_MIB: u64 = 1536;
 
 const POLICY: &str = "\

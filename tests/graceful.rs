@@ -10,7 +10,7 @@ use std::net::SocketAddr;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
-/// README's bound: SIGTERM to exit, when every request in flight is done within it.
+/// The documented bound (docs/testing.md): SIGTERM to exit, when every request in flight is done within it.
 const EXIT_BOUND: Duration = Duration::from_secs(5);
 /// How long the requests in flight still take after SIGTERM.
 const IN_FLIGHT_FOR: Duration = Duration::from_secs(1);

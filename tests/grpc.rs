@@ -1,4 +1,4 @@
-//! Envoy's rate limit service over gRPC (envoy.md), through a tonic client: native
+//! Envoy's rate limit service over gRPC (docs/reference/envoy.md), through a tonic client: native
 //! descriptors, envoyproxy/ratelimit configuration fixtures, malformed requests, Redis
 //! (concurrency, failure, health), the real binary (reload, shutdown), and a Python grpcio
 //! client that discovers the service by reflection.

@@ -1,4 +1,4 @@
-//! The HTTP API at the router level (api.md): /v1/check, /v1/check/batch, their headers and
+//! The HTTP API at the router level (docs/reference/http-api.md): /v1/check, /v1/check/batch, their headers and
 //! every error; the engine is the embedded store with a manual clock.
 
 mod common;
@@ -134,7 +134,7 @@ async fn export_allows_five_a_minute_then_429_problem_with_decision_fields() {
     // The fixed window ends 60 s after MINUTE; 10.5 s have passed.
     assert_eq!(body["reset_after_ms"], 49_500);
     assert_eq!(body["retry_after_ms"], 49_500);
-    // Shorter than the tier's hourly limit, which has room: a burst (api.md, Reasons).
+    // Shorter than the tier's hourly limit, which has room: a burst (docs/reference/http-api.md, Reasons).
     assert_eq!(body["reason"], "burst");
     assert_eq!(body["violated"], json!(["export"]));
     assert_eq!(body["violated-policies"], json!(["export"]));

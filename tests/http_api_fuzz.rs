@@ -1,5 +1,5 @@
 //! What scripts/api-fuzz (schemathesis against /openapi.json) found, one test each, so the
-//! OpenAPI document and the daemon stay in agreement. README's "API fuzzing" lists the runs.
+//! OpenAPI document and the daemon stay in agreement. docs/testing.md, "API fuzzing", has the runs.
 
 mod common;
 

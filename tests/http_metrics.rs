@@ -1,4 +1,4 @@
-//! `/metrics` at the router level (api.md, Metrics): the names dashboards rely on, counts that
+//! `/metrics` at the router level (docs/reference/http-api.md, Metrics): the names dashboards rely on, counts that
 //! match the decisions served, labels from the policy only, never a user id, IP or path.
 
 mod common;
@@ -191,7 +191,7 @@ async fn metrics_count_decisions_with_policy_labels_only() {
             "{untouched} is present:\n{text}"
         );
     }
-    // Labels: the api.md set, plus `le` (histogram buckets) and `class` (reports_total, the
+    // Labels: the documented set, plus `le` (histogram buckets) and `class` (reports_total, the
     // status class 1xx..5xx of a report, an extra metric).
     let allowed: BTreeSet<&str> = [
         "rule", "tier", "outcome", "reason", "api", "store", "action", "result", "kind", "version",

@@ -1,4 +1,4 @@
-//! The HTTP API at the router level (api.md), part two: forward auth, reports, health, and the
+//! The HTTP API at the router level (docs/reference/http-api.md), part two: forward auth, reports, health, and the
 //! OpenAPI document kept in sync with the router. `/metrics` is in http_metrics.rs.
 
 mod common;

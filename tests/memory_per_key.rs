@@ -1,5 +1,5 @@
 //! The bytes each tracked key costs in the embedded store, measured with a counting
-//! allocator (README, "Memory"). One test in its own binary, so nothing else allocates.
+//! allocator (docs/benchmarks.md, "Memory"). One test in its own binary, so nothing else allocates.
 //!
 //! The store is driven directly with pre-hashed keys, so the figure is the store's own; the
 //! engine's bounded cache of user hashes is measured apart.

@@ -1,8 +1,9 @@
 //! Forward auth through real proxies: nginx (`auth_request`) and Caddy (`forward_auth`), each
-//! started here on a free loopback port with the snippet README.md shows (read from README.md
-//! at test time, so the two cannot drift), in front of a small upstream, with the real
-//! `ratewarden` binary deciding. Five exports pass to the upstream, the sixth is 429 with
-//! `Retry-After` and the rate limit headers, and another key still passes.
+//! started here on a free loopback port with the configuration the repository ships in
+//! `examples/` (`examples/nginx/ratewarden.conf`, `examples/caddy/Caddyfile`, read at test time,
+//! so the examples cannot rot), in front of a small upstream, with the real `ratewarden` binary
+//! deciding. Five exports pass to the upstream, the sixth is 429 with `Retry-After` and the rate
+//! limit headers, and another key still passes.
 
 mod common;
 
@@ -16,18 +17,13 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 const SHIPPED: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/ratewarden.yaml");
-const README: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/README.md");
+const EXAMPLES: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/examples");
 
-/// The body of the first ```LANG block of README.md.
-fn readme_snippet(lang: &str) -> String {
-    let readme = std::fs::read_to_string(README).expect("README.md is readable");
-    let fence = format!("```{lang}\n");
-    let start = readme
-        .find(&fence)
-        .unwrap_or_else(|| panic!("README.md has no {fence:?} block"))
-        + fence.len();
-    let end = readme[start..].find("```").expect("the block is closed") + start;
-    readme[start..end].to_owned()
+/// The text of `examples/<path>`.
+fn example(path: &str) -> String {
+    let path = Path::new(EXAMPLES).join(path);
+    std::fs::read_to_string(&path)
+        .unwrap_or_else(|e| panic!("{} is unreadable: {e}", path.display()))
 }
 
 /// `text` with `from` replaced by `to`, which must occur in it.
@@ -182,10 +178,10 @@ impl Drop for Proxy {
     }
 }
 
-/// nginx with README's `auth_request` snippet in a server block, everything in `dir`.
+/// nginx with `examples/nginx/ratewarden.conf` in a server block, everything in `dir`.
 fn nginx(dir: &Path, daemon: SocketAddr, upstream: SocketAddr) -> Proxy {
     let port = free_port();
-    let snippet = readme_snippet("nginx");
+    let snippet = example("nginx/ratewarden.conf");
     let snippet = substitute(&snippet, "127.0.0.1:8080", &daemon.to_string());
     let snippet = substitute(&snippet, "http://upstream", &format!("http://{upstream}"));
     let d = dir.display();
@@ -211,11 +207,11 @@ fn nginx(dir: &Path, daemon: SocketAddr, upstream: SocketAddr) -> Proxy {
     Proxy::start(command, port, dir.join("nginx.out"))
 }
 
-/// Caddy with README's `forward_auth` snippet as the site, admin and automatic HTTPS off,
+/// Caddy with `examples/caddy/Caddyfile` as the site, admin and automatic HTTPS off,
 /// its storage in `dir`.
 fn caddy(dir: &Path, daemon: SocketAddr, upstream: SocketAddr) -> Proxy {
     let port = free_port();
-    let snippet = readme_snippet("caddy");
+    let snippet = example("caddy/Caddyfile");
     let snippet = substitute(&snippet, "example.com", &format!("http://127.0.0.1:{port}"));
     let snippet = substitute(&snippet, "127.0.0.1:8080", &daemon.to_string());
     let snippet = substitute(&snippet, "upstream:8000", &upstream.to_string());

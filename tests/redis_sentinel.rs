@@ -4,7 +4,7 @@
 //! `degraded: true` and /readyz 503; within 2 s of the failover's end (`+switch-master`) it
 //! decides from the new primary,
 //! and only from it, again. The usage the new primary forgot (replication is asynchronous) is
-//! counted for each subject and printed (README, "Redis Sentinel"). Also: a daemon started while
+//! counted for each subject and printed (docs/guides/redis.md, "Redis Sentinel"). Also: a daemon started while
 //! no Sentinel answers serves per `on_error` and follows the primary once one does.
 
 mod common;

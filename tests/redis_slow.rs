@@ -2,7 +2,7 @@
 //! failed, so each daemon (on_error allow, deny, local) answers per `on_error` within the
 //! timeout, not after the stall, and /readyz says the store is down; as soon as Redis answers
 //! again, decisions come from it again. The scripts sent during the stall still run when it
-//! ends: Redis counts those requests too, whatever the daemon answered (README, "Slow Redis").
+//! ends: Redis counts those requests too, whatever the daemon answered (docs/guides/redis.md).
 
 mod common;
 

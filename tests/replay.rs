@@ -1,4 +1,4 @@
-//! `ratewarden replay` (replay.md), through the real binary: live and replayed decisions
+//! `ratewarden replay` (docs/reference/cli.md, replay), through the real binary: live and replayed decisions
 //! agree; the access-log excerpts Debian's fail2ban ships parse as their lines say; a sweep's
 //! table matches a direct count over its per-request decisions and its plot is a PNG;
 //! malformed input is counted and reported, never a panic.

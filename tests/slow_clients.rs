@@ -14,7 +14,7 @@ use std::time::{Duration, Instant};
 const HEADER_READ_TIMEOUT: Duration = Duration::from_secs(10);
 const TRICKLING: usize = 300;
 const SILENT: usize = 100;
-/// The slowest answer the normal client may get while the attack runs (README states it).
+/// The slowest answer the normal client may get while the attack runs (docs/testing.md states it).
 const NORMAL_BOUND: Duration = Duration::from_secs(1);
 
 const POLICY: &str = "\

@@ -1,4 +1,4 @@
-//! What the shipped policy (`ratewarden.yaml`) and the valid fixtures compile to, as policy.md
+//! What the shipped policy (`ratewarden.yaml`) and the valid fixtures compile to, as docs/reference/policy.md
 //! says they mean: tiers, rules, limit ids, matching, durations and defaults.
 
 use crate::{example, manifest_dir, valid_fixture};
@@ -310,7 +310,7 @@ adaptive: { anomaly: { model: models/m.json } }
         policy.adaptive.anomaly.model.as_deref(),
         Some(Path::new("/etc/ratewarden/models/m.json"))
     );
-    // The envoy folder is loaded from beside the policy (it must exist: envoy.md).
+    // The envoy folder is loaded from beside the policy (it must exist: docs/reference/envoy.md).
     let base = tempfile::tempdir().unwrap();
     std::fs::create_dir(base.path().join("envoy")).unwrap();
     std::fs::write(base.path().join("envoy/edge.yaml"), "domain: edge\n").unwrap();

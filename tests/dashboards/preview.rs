@@ -1,5 +1,5 @@
 //! PNG previews of the dashboards' main panels, drawn with plotters from a real Prometheus's
-//! answers to the panels' own queries, so README can show what a dashboard shows without a
+//! answers to the panels' own queries, so the docs can show what a dashboard shows without a
 //! Grafana. The font is DejaVu Sans, embedded (the `dejavu` crate): no system font libraries.
 
 use crate::common::prometheus::{Prometheus, Series};
