@@ -4,7 +4,7 @@
 mod common;
 
 use common::{EXAMPLE_POLICY, check, engine, violated};
-use ratewarden::engine::{CheckError, CheckRequest, Cost, Reason, Standing};
+use ratewarden::engine::{CheckError, CheckRequest, Cost, Reason, SubjectStanding};
 use ratewarden::policy::Policy;
 use std::net::IpAddr;
 use std::path::Path;
@@ -144,7 +144,7 @@ async fn flagged_subject_is_scaled_by_the_anomaly_factor() {
     let subject = engine.hasher().user("mallory");
     engine.scale_factors().set_standing(
         subject,
-        Standing {
+        SubjectStanding {
             abuse_score: 0.93,
             held_until: 0,
         },
@@ -174,7 +174,7 @@ async fn anomaly_shadow_flags_without_scaling() {
     let subject = engine.hasher().user("mallory");
     engine.scale_factors().set_standing(
         subject,
-        Standing {
+        SubjectStanding {
             abuse_score: 0.9,
             held_until: 0,
         },

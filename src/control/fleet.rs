@@ -3,13 +3,13 @@
 //! and publishes the standings (with the features behind them); the others adopt what it
 //! published.
 
+use super::flags::{Flag, FlagTracker};
 use super::fleet_state::FleetState;
-use super::judge::{Flag, Judge};
-use super::{Verdict, observe_totals};
+use super::{CycleOutcome, observe_totals};
 use crate::clock::{Micros, micros};
-use crate::engine::Standing;
+use crate::engine::SubjectStanding;
 use crate::features::window::{bucket_len, oldest_bucket};
-use crate::features::{Features, Observed, Pending};
+use crate::features::{Features, NewActivity, SubjectFeatures};
 use crate::limit::KeyHash;
 use crate::policy::Policy;
 use hashbrown::HashMap;
@@ -42,10 +42,10 @@ impl FleetControl {
         &mut self,
         policy: &Policy,
         now: Micros,
-        pending: &[(KeyHash, Pending)],
-        judge: &mut Judge,
-        decide: impl FnOnce(&mut Judge, Vec<(KeyHash, Observed)>) -> Verdict,
-    ) -> Option<Verdict> {
+        pending: &[(KeyHash, NewActivity)],
+        judge: &mut FlagTracker,
+        decide: impl FnOnce(&mut FlagTracker, Vec<(KeyHash, SubjectFeatures)>) -> CycleOutcome,
+    ) -> Option<CycleOutcome> {
         let anomaly = &policy.adaptive.anomaly;
         let interval = policy.adaptive.interval;
         let len = bucket_len(anomaly.window);
@@ -90,7 +90,7 @@ impl FleetControl {
                 return None;
             }
         };
-        let observed: Vec<(KeyHash, Observed)> = subjects
+        let observed: Vec<(KeyHash, SubjectFeatures)> = subjects
             .into_iter()
             .zip(totals)
             .filter(|(_, t)| t.counters.requests > 0)
@@ -118,7 +118,11 @@ impl FleetControl {
     }
 
     /// Reads the leader's latest standings into a verdict, and its flags into `judge`.
-    async fn adopt(&mut self, judge: &mut Judge, hold: Micros) -> Option<(Verdict, u64)> {
+    async fn adopt(
+        &mut self,
+        judge: &mut FlagTracker,
+        hold: Micros,
+    ) -> Option<(CycleOutcome, u64)> {
         let (generation, entries) = match self.fleet.read_standings().await {
             Ok(Some(found)) => found,
             Ok(None) => return None,
@@ -127,7 +131,7 @@ impl FleetControl {
                 return None;
             }
         };
-        let mut verdict = Verdict {
+        let mut verdict = CycleOutcome {
             standings: HashMap::new(),
             scores: Vec::new(),
             observed: HashMap::with_capacity(entries.len()),
@@ -141,7 +145,7 @@ impl FleetControl {
             if let Some(score) = parsed.score {
                 verdict.standings.insert(
                     subject,
-                    Standing {
+                    SubjectStanding {
                         abuse_score: score,
                         held_until: parsed.flagged_since.map_or(0, |since| since + hold),
                     },
@@ -160,13 +164,13 @@ impl FleetControl {
 struct Entry {
     score: Option<f64>,
     flagged_since: Option<Micros>,
-    observed: Observed,
+    observed: SubjectFeatures,
 }
 
 /// `score,flagged_since,requests,feature...` (`-` for no score, 0 for not flagged).
-fn encode(verdict: &Verdict, judge: &Judge) -> Vec<(KeyHash, String)> {
+fn encode(verdict: &CycleOutcome, judge: &FlagTracker) -> Vec<(KeyHash, String)> {
     let mut entries = Vec::with_capacity(verdict.observed.len() + verdict.standings.len());
-    let mut write = |subject: KeyHash, observed: Observed| {
+    let mut write = |subject: KeyHash, observed: SubjectFeatures| {
         let standing = verdict.standings.get(&subject);
         let score = standing.map_or_else(|| "-".to_owned(), |s| s.abuse_score.to_string());
         let since = match (standing, judge.flag(subject)) {
@@ -185,7 +189,7 @@ fn encode(verdict: &Verdict, judge: &Judge) -> Vec<(KeyHash, String)> {
     }
     for subject in verdict.standings.keys() {
         if !verdict.observed.contains_key(subject) {
-            write(*subject, Observed::default());
+            write(*subject, SubjectFeatures::default());
         }
     }
     entries
@@ -204,7 +208,7 @@ fn decode(entry: &str) -> Option<Entry> {
     Some(Entry {
         score,
         flagged_since: (since > 0).then_some(since),
-        observed: Observed { features, requests },
+        observed: SubjectFeatures { features, requests },
     })
 }
 

@@ -6,7 +6,7 @@
 
 use super::fleet_state::{FleetFuture, FleetState, Published, WindowTotals};
 use crate::clock::Micros;
-use crate::features::{Counters, Pending};
+use crate::features::{Counters, NewActivity};
 use crate::limit::KeyHash;
 use crate::store::{ActivityCounts, ActivityDelta, Backend, RedisStore, SharedTotals};
 use std::time::Duration;
@@ -24,7 +24,7 @@ impl FleetState for RedisStore {
         now: Micros,
         bucket_len: Micros,
         ttl: Duration,
-        items: &'a [(KeyHash, Pending)],
+        items: &'a [(KeyHash, NewActivity)],
     ) -> FleetFuture<'a, ()> {
         Box::pin(async move {
             let deltas: Vec<(KeyHash, ActivityDelta<'_>)> = items
@@ -75,7 +75,7 @@ impl FleetState for RedisStore {
     }
 }
 
-fn delta(pending: &Pending) -> ActivityDelta<'_> {
+fn delta(pending: &NewActivity) -> ActivityDelta<'_> {
     let c = &pending.counters;
     ActivityDelta {
         counts: ActivityCounts {

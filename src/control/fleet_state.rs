@@ -5,7 +5,7 @@
 //! store says whether a fleet exists (see [`super::fleet_redis`] for the Redis one).
 
 use crate::clock::Micros;
-use crate::features::{Counters, Pending};
+use crate::features::{Counters, NewActivity};
 use crate::limit::KeyHash;
 use crate::store::StoreError;
 use std::future::Future;
@@ -35,7 +35,7 @@ pub trait FleetState: Send + Sync {
         now: Micros,
         bucket_len: Micros,
         ttl: Duration,
-        items: &'a [(KeyHash, Pending)],
+        items: &'a [(KeyHash, NewActivity)],
     ) -> FleetFuture<'a, ()>;
 
     /// Subjects active since `since`; older ones are forgotten.

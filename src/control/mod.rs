@@ -7,23 +7,23 @@
 //! one verdict, within two intervals.
 
 mod cgroup;
+mod flags;
 mod fleet;
 mod fleet_redis;
 mod fleet_state;
-mod judge;
 mod load;
 mod model_slot;
 
 pub use cgroup::CgroupCpu;
+pub use flags::{Flag, FlagTracker};
 pub use fleet_redis::fleet_for;
 pub use fleet_state::{FleetFuture, FleetState, Published, WindowTotals};
-pub use judge::{Flag, Judge};
 pub use load::{Band, LoadController, LoadSampler, SystemLoad};
 pub use model_slot::ModelSlot;
 
 use crate::clock::Micros;
-use crate::engine::{Engine, Standing};
-use crate::features::{Activity, ActivityWindow, Features, Observed, features_of};
+use crate::engine::{Engine, SubjectStanding};
+use crate::features::{ActivityWindow, Features, SubjectActivity, SubjectFeatures, features_of};
 use crate::limit::KeyHash;
 use crate::policy::Policy;
 use crate::store::Backend;
@@ -53,7 +53,7 @@ pub struct ControlLoop {
     load: LoadController,
     window: ActivityWindow,
     window_len: Duration,
-    judge: Judge,
+    judge: FlagTracker,
     fleet: Option<FleetControl>,
     /// `--pin-load-factor`: the factor in place of the measured one.
     pinned_load: Option<f64>,
@@ -74,7 +74,7 @@ impl ControlLoop {
             load: LoadController::default(),
             window: ActivityWindow::new(window_len),
             window_len,
-            judge: Judge::default(),
+            judge: FlagTracker::default(),
             fleet,
             pinned_load: None,
         }
@@ -123,12 +123,12 @@ impl ControlLoop {
             ..CycleReport::default()
         };
         let verdict = match &mut self.fleet {
-            None => Some(off_the_workers(|| {
+            None => Some(on_blocking_thread(|| {
                 for (subject, activity) in &pending {
                     self.window.add(*subject, now, activity);
                 }
                 self.window.expire(now);
-                let totals: Vec<(KeyHash, Observed)> = self
+                let totals: Vec<(KeyHash, SubjectFeatures)> = self
                     .window
                     .totals(now)
                     .map(|(subject, activity)| (subject, observe(&activity, now)))
@@ -139,7 +139,7 @@ impl ControlLoop {
                 let threshold = thresholds.anomaly_threshold;
                 fleet
                     .cycle(&policy, now, &pending, &mut self.judge, |judge, totals| {
-                        off_the_workers(|| {
+                        on_blocking_thread(|| {
                             decide_with(&self.model, judge, &policy, threshold, now, totals)
                         })
                     })
@@ -173,8 +173,8 @@ impl ControlLoop {
         &mut self,
         policy: &Policy,
         now: Micros,
-        totals: Vec<(KeyHash, Observed)>,
-    ) -> Verdict {
+        totals: Vec<(KeyHash, SubjectFeatures)>,
+    ) -> CycleOutcome {
         let threshold = self.engine.scale_factors().thresholds().anomaly_threshold;
         decide_with(&self.model, &mut self.judge, policy, threshold, now, totals)
     }
@@ -197,7 +197,7 @@ impl ControlLoop {
 
 /// Runs a cycle's CPU work (tens of milliseconds with 100,000 subjects) without holding up
 /// the async worker's other tasks, on the daemon's multi-threaded runtime.
-fn off_the_workers<T>(work: impl FnOnce() -> T) -> T {
+fn on_blocking_thread<T>(work: impl FnOnce() -> T) -> T {
     use tokio::runtime::{Handle, RuntimeFlavor};
     match Handle::try_current() {
         Ok(handle) if handle.runtime_flavor() == RuntimeFlavor::MultiThread => {
@@ -208,14 +208,14 @@ fn off_the_workers<T>(work: impl FnOnce() -> T) -> T {
 }
 
 /// One cycle's outcome: standings to publish, the scores behind them, what was observed.
-pub struct Verdict {
-    pub standings: HashMap<KeyHash, Standing>,
+pub struct CycleOutcome {
+    pub standings: HashMap<KeyHash, SubjectStanding>,
     pub scores: Vec<f64>,
-    pub observed: HashMap<KeyHash, Observed>,
+    pub observed: HashMap<KeyHash, SubjectFeatures>,
 }
 
-fn observe_totals(totals: &WindowTotals, now: Micros) -> Observed {
-    Observed {
+fn observe_totals(totals: &WindowTotals, now: Micros) -> SubjectFeatures {
+    SubjectFeatures {
         features: features_of(
             &totals.counters,
             totals.distinct_endpoints,
@@ -226,8 +226,8 @@ fn observe_totals(totals: &WindowTotals, now: Micros) -> Observed {
     }
 }
 
-fn observe(activity: &Activity, now: Micros) -> Observed {
-    Observed {
+fn observe(activity: &SubjectActivity, now: Micros) -> SubjectFeatures {
+    SubjectFeatures {
         features: activity.features(now),
         requests: activity.counters.requests,
     }
@@ -236,12 +236,12 @@ fn observe(activity: &Activity, now: Micros) -> Observed {
 /// Scores the subjects with enough requests and judges them.
 fn decide_with(
     model: &ModelSlot,
-    judge: &mut Judge,
+    judge: &mut FlagTracker,
     policy: &Policy,
     threshold: f64,
     now: Micros,
-    totals: Vec<(KeyHash, Observed)>,
-) -> Verdict {
+    totals: Vec<(KeyHash, SubjectFeatures)>,
+) -> CycleOutcome {
     let anomaly = &policy.adaptive.anomaly;
     let min_requests = anomaly.min_requests.get();
     let (scores, scored) = match model.get() {
@@ -267,7 +267,7 @@ fn decide_with(
         }
     };
     let standings = judge.judge(now, &scored, threshold, anomaly.hold);
-    Verdict {
+    CycleOutcome {
         standings,
         scores,
         observed: totals.into_iter().collect(),

@@ -4,7 +4,7 @@
 
 use super::planner::EndpointChoice;
 use super::{CheckError, CheckRequest, Engine, Plan};
-use crate::features::Observed;
+use crate::features::SubjectFeatures;
 use crate::limit::Algorithm;
 use crate::limit::KeyHash;
 use crate::policy::KeyScope;
@@ -43,7 +43,7 @@ pub struct SubjectInspection {
     /// The load factor for this tier times the applied anomaly factor.
     pub scale: f64,
     /// The last control cycle's view of the subject; `None` without activity in the window.
-    pub observed: Option<Observed>,
+    pub observed: Option<SubjectFeatures>,
     /// The tier's limits, then the endpoint rule's.
     pub limits: Vec<LimitUsage>,
 }

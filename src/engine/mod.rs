@@ -43,7 +43,7 @@ pub use inspect::{InspectError, LimitUsage, SubjectInspection, SubjectQuery, Tie
 pub use plan::{FeatureTrace, Plan};
 pub use request::{CheckError, CheckRequest, Cost, MAX_COST, path_of};
 pub use resolve::{DescriptorLimit, Resolved};
-pub use scale::{ScaleFactors, Standing, Thresholds};
+pub use scale::{ScaleFactors, SubjectStanding, Thresholds};
 pub use tiers::{SetTierError, TierCache};
 
 pub struct Engine<S = Backend> {

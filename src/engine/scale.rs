@@ -4,7 +4,7 @@
 //! Reads are lock-free (atomics and `ArcSwap`), since every decision makes them.
 
 use crate::clock::Micros;
-use crate::features::Observed;
+use crate::features::SubjectFeatures;
 use crate::limit::KeyHash;
 use crate::policy::Policy;
 use arc_swap::ArcSwap;
@@ -44,13 +44,13 @@ impl Thresholds {
 
 /// What the last control cycle concluded about one subject.
 #[derive(Debug, Clone, Copy, PartialEq)]
-pub struct Standing {
+pub struct SubjectStanding {
     pub abuse_score: f64,
     /// The end of the subject's flag's `hold` (0: no flag held).
     pub held_until: Micros,
 }
 
-impl Standing {
+impl SubjectStanding {
     /// Flagged at `now` under the live `threshold`: the score is at or over it, or a flag is
     /// still held. The threshold is read per decision, so an admin change applies at once.
     pub fn flagged(&self, threshold: f64, now: Micros) -> bool {
@@ -64,9 +64,9 @@ pub struct ScaleFactors {
     writes: parking_lot::Mutex<()>,
     load_factor: AtomicU64,
     thresholds: ArcSwap<Thresholds>,
-    standings: ArcSwap<HashMap<KeyHash, Standing>>,
+    standings: ArcSwap<HashMap<KeyHash, SubjectStanding>>,
     /// Features of the subjects active in the anomaly window (the admin view shows them).
-    observed: ArcSwap<HashMap<KeyHash, Observed>>,
+    observed: ArcSwap<HashMap<KeyHash, SubjectFeatures>>,
 }
 
 impl ScaleFactors {
@@ -110,7 +110,7 @@ impl ScaleFactors {
         self.thresholds.store(Arc::new(thresholds));
     }
 
-    pub fn standing(&self, subject: KeyHash) -> Option<Standing> {
+    pub fn standing(&self, subject: KeyHash) -> Option<SubjectStanding> {
         let standings = self.standings.load();
         if standings.is_empty() {
             return None;
@@ -119,12 +119,12 @@ impl ScaleFactors {
     }
 
     /// Replaces every subject's standing at once (one control cycle's result).
-    pub fn publish_standings(&self, standings: HashMap<KeyHash, Standing>) {
+    pub fn publish_standings(&self, standings: HashMap<KeyHash, SubjectStanding>) {
         self.standings.store(Arc::new(standings));
     }
 
     /// Sets one subject's standing, keeping the others.
-    pub fn set_standing(&self, subject: KeyHash, standing: Standing) {
+    pub fn set_standing(&self, subject: KeyHash, standing: SubjectStanding) {
         self.standings.rcu(|old| {
             let mut next = HashMap::clone(old);
             next.insert(subject, standing);
@@ -133,15 +133,15 @@ impl ScaleFactors {
     }
 
     /// Every subject's standing from the last cycle (`replay` notes when subjects are flagged).
-    pub fn standings(&self) -> Arc<HashMap<KeyHash, Standing>> {
+    pub fn standings(&self) -> Arc<HashMap<KeyHash, SubjectStanding>> {
         self.standings.load_full()
     }
 
-    pub fn observed(&self, subject: KeyHash) -> Option<Observed> {
+    pub fn observed(&self, subject: KeyHash) -> Option<SubjectFeatures> {
         self.observed.load().get(&subject).copied()
     }
 
-    pub fn publish_observed(&self, observed: HashMap<KeyHash, Observed>) {
+    pub fn publish_observed(&self, observed: HashMap<KeyHash, SubjectFeatures>) {
         self.observed.store(Arc::new(observed));
     }
 }

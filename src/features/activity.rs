@@ -77,13 +77,13 @@ impl Counters {
 
 /// Counters plus the distinct endpoints and addresses seen.
 #[derive(Debug, Clone, Default, PartialEq)]
-pub struct Activity {
+pub struct SubjectActivity {
     pub counters: Counters,
     pub endpoints: Sketch,
     pub ips: Sketch,
 }
 
-impl Activity {
+impl SubjectActivity {
     pub fn record_request(
         &mut self,
         at: Micros,
@@ -99,7 +99,7 @@ impl Activity {
         }
     }
 
-    pub fn merge(&mut self, other: &Activity) {
+    pub fn merge(&mut self, other: &SubjectActivity) {
         self.counters.add(&other.counters);
         self.endpoints.merge(&other.endpoints);
         self.ips.merge(&other.ips);

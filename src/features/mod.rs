@@ -1,7 +1,7 @@
 //! Per-subject access features: what the abuse model sees of a subject's recent traffic.
 //!
 //! The request path records each decision (and each `/v1/report` status) into a
-//! [`Recorder`]; every control cycle drains it into a windowed [`Activity`] per subject (in
+//! [`Recorder`]; every control cycle drains it into a windowed [`SubjectActivity`] per subject (in
 //! process, or in the shared store so every daemon sees the same totals), and turns that into
 //! [`Features`]. Features are rates and ratios normalised by the span actually observed, so a
 //! model trained with one window length means the same with another (policy.md).
@@ -10,8 +10,8 @@ mod activity;
 mod recorder;
 pub mod window;
 
-pub use activity::{Activity, Counters, Sketch, features_of};
-pub use recorder::{Pending, Recorder};
+pub use activity::{Counters, Sketch, SubjectActivity, features_of};
+pub use recorder::{NewActivity, Recorder};
 pub use window::ActivityWindow;
 
 use serde::{Deserialize, Serialize};
@@ -49,7 +49,7 @@ pub struct Features {
 
 /// What the last control cycle computed for a subject active in the window.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
-pub struct Observed {
+pub struct SubjectFeatures {
     pub features: Features,
     /// Requests counted in the window (scored from `anomaly.min_requests` on).
     pub requests: u64,

@@ -21,7 +21,7 @@ pub const MAX_DISTINCT_PER_INTERVAL: usize = 64;
 
 /// One subject's activity since the last drain.
 #[derive(Debug, Clone, Default, PartialEq)]
-pub struct Pending {
+pub struct NewActivity {
     pub counters: Counters,
     pub endpoints: SmallVec<[u64; 4]>,
     pub ips: SmallVec<[u64; 2]>,
@@ -35,7 +35,7 @@ fn insert_distinct<const N: usize>(set: &mut SmallVec<[u64; N]>, value: u64) {
 
 #[derive(Debug, Default)]
 struct Entry {
-    pending: Pending,
+    pending: NewActivity,
     /// The subject's last request, kept across drains to measure the gap to the next one.
     last_seen: Option<Micros>,
     last_active: Micros,
@@ -116,7 +116,7 @@ impl Recorder {
     }
 
     /// Takes every subject's pending activity, and forgets subjects idle since `forget_before`.
-    pub fn drain(&self, forget_before: Micros) -> Vec<(KeyHash, Pending)> {
+    pub fn drain(&self, forget_before: Micros) -> Vec<(KeyHash, NewActivity)> {
         let mut drained = Vec::new();
         for shard in self.shards.iter() {
             let mut shard = shard.lock();

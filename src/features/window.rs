@@ -1,8 +1,8 @@
-//! Activity over the anomaly window, kept in process: a few time buckets per subject, so old
+//! SubjectActivity over the anomaly window, kept in process: a few time buckets per subject, so old
 //! traffic leaves the window a bucket at a time. (With a shared Redis the same buckets live in
 //! the store instead; see `store::redis`.)
 
-use super::{Activity, Pending};
+use super::{NewActivity, SubjectActivity};
 use crate::clock::Micros;
 use crate::limit::KeyHash;
 use hashbrown::HashMap;
@@ -14,7 +14,7 @@ pub const BUCKETS: u64 = 6;
 
 pub struct ActivityWindow {
     bucket_len: Micros,
-    subjects: HashMap<KeyHash, SmallVec<[(u64, Activity); 2]>>,
+    subjects: HashMap<KeyHash, SmallVec<[(u64, SubjectActivity); 2]>>,
 }
 
 impl ActivityWindow {
@@ -34,11 +34,11 @@ impl ActivityWindow {
     }
 
     /// Adds one interval's pending activity of a subject at `now`.
-    pub fn add(&mut self, subject: KeyHash, now: Micros, pending: &Pending) {
+    pub fn add(&mut self, subject: KeyHash, now: Micros, pending: &NewActivity) {
         let index = now / self.bucket_len;
         let buckets = self.subjects.entry(subject).or_default();
         if buckets.last().is_none_or(|(i, _)| *i != index) {
-            buckets.push((index, Activity::default()));
+            buckets.push((index, SubjectActivity::default()));
         }
         if let Some((_, bucket)) = buckets.last_mut() {
             bucket.counters.add(&pending.counters);
@@ -61,10 +61,10 @@ impl ActivityWindow {
     }
 
     /// The activity of one subject over the window at `now`.
-    pub fn activity(&self, subject: KeyHash, now: Micros) -> Option<Activity> {
+    pub fn activity(&self, subject: KeyHash, now: Micros) -> Option<SubjectActivity> {
         let oldest = oldest_bucket(now, self.bucket_len);
         let buckets = self.subjects.get(&subject)?;
-        let mut total = Activity::default();
+        let mut total = SubjectActivity::default();
         for (_, bucket) in buckets.iter().filter(|(i, _)| *i >= oldest) {
             total.merge(bucket);
         }
@@ -72,7 +72,7 @@ impl ActivityWindow {
     }
 
     /// Every subject with activity in the window, and its total.
-    pub fn totals(&self, now: Micros) -> impl Iterator<Item = (KeyHash, Activity)> + '_ {
+    pub fn totals(&self, now: Micros) -> impl Iterator<Item = (KeyHash, SubjectActivity)> + '_ {
         let oldest = oldest_bucket(now, self.bucket_len);
         self.subjects.iter().filter_map(move |(subject, buckets)| {
             let mut live = buckets.iter().filter(|(i, _)| *i >= oldest);

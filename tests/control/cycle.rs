@@ -5,7 +5,7 @@
 use crate::common::{EXAMPLE_POLICY, START};
 use ratewarden::clock::{ManualClock, Micros};
 use ratewarden::control::{ControlLoop, LoadSampler, ModelSlot};
-use ratewarden::engine::{CheckRequest, Engine, Standing, SubjectHasher};
+use ratewarden::engine::{CheckRequest, Engine, SubjectHasher, SubjectStanding};
 use ratewarden::policy::Policy;
 use ratewarden::store::{Backend, MemoryStore};
 use std::collections::VecDeque;
@@ -174,7 +174,7 @@ async fn only_the_policys_own_denials_count_in_denied_ratio() {
     let flagged = engine.hasher().user("flagged");
     engine.scale_factors().set_standing(
         flagged,
-        Standing {
+        SubjectStanding {
             abuse_score: 0.99,
             held_until: START + 3_600_000_000,
         },

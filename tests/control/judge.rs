@@ -1,7 +1,7 @@
 //! Flags: at or over the threshold flags; a flag lasts at least `hold`, then ends at the
 //! first score below the threshold; a quiet flagged subject stays flagged until its hold ends.
 
-use ratewarden::control::Judge;
+use ratewarden::control::FlagTracker;
 use ratewarden::limit::KeyHash;
 use std::time::Duration;
 
@@ -9,10 +9,10 @@ const S: u64 = 1_000_000;
 
 #[test]
 fn a_flag_is_held_then_released_when_the_score_drops() {
-    let mut judge = Judge::default();
+    let mut judge = FlagTracker::default();
     let a = KeyHash(1);
     let hold = Duration::from_secs(10);
-    let at = |t: u64, score: f64, judge: &mut Judge| {
+    let at = |t: u64, score: f64, judge: &mut FlagTracker| {
         judge.judge(t * S, &[(a, score)], 0.8, hold)[&a].flagged(0.8, t * S)
     };
     assert!(!at(0, 0.79, &mut judge), "below the threshold");
@@ -44,7 +44,7 @@ fn a_flag_is_held_then_released_when_the_score_drops() {
 
 #[test]
 fn a_flagged_subject_that_goes_quiet_stays_flagged_for_its_hold() {
-    let mut judge = Judge::default();
+    let mut judge = FlagTracker::default();
     let a = KeyHash(7);
     let hold = Duration::from_secs(10);
     judge.judge(0, &[(a, 0.99)], 0.8, hold);

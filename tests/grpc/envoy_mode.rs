@@ -3,7 +3,7 @@
 
 use crate::common::START;
 use crate::harness::*;
-use ratewarden::engine::Standing;
+use ratewarden::engine::SubjectStanding;
 use std::time::Duration;
 
 async fn server() -> Server {
@@ -305,7 +305,7 @@ async fn anomaly_scaling_follows_the_subject_entry() {
     let alice = s.engine.hasher().user("alice");
     s.engine.scale_factors().set_standing(
         alice,
-        Standing {
+        SubjectStanding {
             abuse_score: 0.95,
             held_until: 0,
         },

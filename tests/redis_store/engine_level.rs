@@ -7,7 +7,9 @@ use crate::common::redis::RedisServer;
 use crate::reference::{ManualExpiry, Reference};
 use crate::support::*;
 use ratewarden::clock::ManualClock;
-use ratewarden::engine::{CheckRequest, Cost, Decision, Engine, Reason, Standing, SubjectHasher};
+use ratewarden::engine::{
+    CheckRequest, Cost, Decision, Engine, Reason, SubjectHasher, SubjectStanding,
+};
 use ratewarden::limit::Algorithm;
 use ratewarden::limit::Limit;
 use ratewarden::policy::Policy;
@@ -371,7 +373,7 @@ pub async fn engine_decides_alike() {
     let mut conn = connection(&server).await;
     let (mut reference, mut expiry) = (Reference::default(), ManualExpiry::default());
     for engine in [memory.scale_factors(), redis.scale_factors()] {
-        let standing = Standing {
+        let standing = SubjectStanding {
             abuse_score: 0.93,
             held_until: 0,
         };

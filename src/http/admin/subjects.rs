@@ -5,7 +5,7 @@
 
 use super::{Admin, check_user, store_problem};
 use crate::engine::{InspectError, LimitUsage, SubjectInspection, SubjectQuery, TierSource};
-use crate::features::{FEATURE_NAMES, Observed};
+use crate::features::{FEATURE_NAMES, SubjectFeatures};
 use crate::http::AppState;
 use crate::http::check::MAX_ENDPOINT_BYTES;
 use crate::http::problem::Problem;
@@ -198,7 +198,7 @@ impl From<LimitUsage> for LimitView {
     }
 }
 
-fn features_json(observed: Option<Observed>) -> Map<String, Value> {
+fn features_json(observed: Option<SubjectFeatures>) -> Map<String, Value> {
     let Some(observed) = observed else {
         return Map::new();
     };

@@ -2,7 +2,7 @@
 //! `hold`, then ends at the first cycle whose score is below the threshold).
 
 use crate::clock::{Micros, micros};
-use crate::engine::Standing;
+use crate::engine::SubjectStanding;
 use crate::limit::KeyHash;
 use hashbrown::HashMap;
 use std::time::Duration;
@@ -14,11 +14,11 @@ pub struct Flag {
 }
 
 #[derive(Debug, Default)]
-pub struct Judge {
+pub struct FlagTracker {
     flags: HashMap<KeyHash, Flag>,
 }
 
-impl Judge {
+impl FlagTracker {
     /// One cycle's verdict: a standing for every subject scored now, and for every subject
     /// still held flagged though not scored this time (it went quiet).
     pub fn judge(
@@ -27,7 +27,7 @@ impl Judge {
         scored: &[(KeyHash, f64)],
         threshold: f64,
         hold: Duration,
-    ) -> HashMap<KeyHash, Standing> {
+    ) -> HashMap<KeyHash, SubjectStanding> {
         let hold = micros(hold);
         let mut standings = HashMap::with_capacity(scored.len() + self.flags.len());
         for &(subject, score) in scored {
@@ -48,7 +48,7 @@ impl Judge {
             };
             standings.insert(
                 subject,
-                Standing {
+                SubjectStanding {
                     abuse_score: score,
                     held_until,
                 },
@@ -63,7 +63,7 @@ impl Judge {
             if held {
                 standings.insert(
                     *subject,
-                    Standing {
+                    SubjectStanding {
                         abuse_score: flag.score,
                         held_until,
                     },
