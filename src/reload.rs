@@ -1,7 +1,7 @@
 //! Policy and model hot reload: on SIGHUP, on a change of either file, and on request (admin
 //! API).
 //!
-//! The envoyproxy/ratelimit folder (`envoy_config`, envoy.md) is part of the policy: it reloads
+//! The envoyproxy/ratelimit folder (`envoy_config`) is part of the policy: it reloads
 //! with it, and a change of one of its files reloads the policy too.
 //!
 //! A file that fails validation is refused, logged with every error and counted

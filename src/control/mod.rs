@@ -150,7 +150,7 @@ impl ControlLoop {
         if let Some(verdict) = verdict {
             report.active = verdict.observed.len();
             report.scored = verdict.scores.len();
-            // The gauge counts subjects at or over the threshold (api.md), not held ones.
+            // The gauge counts subjects at or over the threshold, not held ones.
             report.flagged = verdict
                 .standings
                 .values()
@@ -261,7 +261,7 @@ fn decide_with(
             (scores, scored)
         }
         None => {
-            // No model: nobody is scored and nobody stays flagged (policy.md).
+            // No model: nobody is scored and nobody stays flagged.
             judge.clear();
             (Vec::new(), Vec::new())
         }

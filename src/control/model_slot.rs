@@ -1,5 +1,5 @@
 //! The abuse model in force, swapped whole on reload; a bad file is refused and the old model
-//! stays (policy.md: a missing model limits without anomaly scaling until the file appears).
+//! stays (a missing model limits without anomaly scaling until the file appears).
 
 use crate::metrics::Metrics;
 use crate::model::{Model, ModelError};

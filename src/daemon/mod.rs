@@ -93,7 +93,7 @@ pub async fn serve(args: ServeArgs) -> Result<(), ServeError> {
 }
 
 /// Runs the daemon on `listeners` until `shutdown` resolves, then lets both servers finish the
-/// calls in flight (at most [`SHUTDOWN_GRACE`]).
+/// calls in flight (at most 15 s).
 pub async fn run(
     listeners: Listeners,
     args: ServeArgs,

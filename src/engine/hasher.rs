@@ -118,7 +118,7 @@ impl SubjectHasher {
         KeyHash(u128::from_le_bytes(first))
     }
 
-    /// [`SubjectHasher::feature`] of an endpoint path.
+    /// The keyed 64-bit hash of an endpoint path (a feature value).
     pub fn feature_endpoint(&self, endpoint: &str) -> u64 {
         self.feature(tag::ENDPOINT, endpoint.as_bytes())
     }
@@ -133,7 +133,7 @@ impl SubjectHasher {
         hasher.finish()
     }
 
-    /// [`SubjectHasher::feature`] of an address, in its canonical form.
+    /// The keyed 64-bit hash of an address, in its canonical form (a feature value).
     pub fn feature_ip(&self, ip: IpAddr) -> u64 {
         match ip.to_canonical() {
             IpAddr::V4(v4) => self.feature(tag::IPV4, &v4.octets()),

@@ -1,10 +1,11 @@
 //! envoyproxy/ratelimit configuration files, loaded unchanged: domains of nested descriptors
 //! with rate limits, compiled into types that cannot be invalid.
 //!
-//! A folder holds one YAML file per domain (envoy.md). [`EnvoyConfig::load`] reads every
-//! `*.yaml` (and `*.yml`) file, compiles each through the raw types in [`raw`] as the policy
-//! compiler does, and reports every error with its file and path. The compiled limits are
-//! ordinary policy [`Limit`]s, so the engine and stores apply them like any other; the lookup
+//! A folder holds one YAML file per domain. The daemon reads every `*.yaml` (and `*.yml`) file
+//! (`rules::load_envoy_folder`); [`EnvoyConfig::compile`] compiles each through the raw types in
+//! `raw` as the policy compiler does, reads no file, and reports every error with its file
+//! and path. The compiled limits are
+//! ordinary [`Limit`]s, so the engine and stores apply them like any other; the lookup
 //! that picks a request descriptor's limit follows envoyproxy/ratelimit (see [`Domain::lookup`]).
 
 mod compile;

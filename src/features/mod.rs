@@ -4,7 +4,7 @@
 //! [`Recorder`]; every control cycle drains it into a windowed [`SubjectActivity`] per subject (in
 //! process, or in the shared store so every daemon sees the same totals), and turns that into
 //! [`Features`]. Features are rates and ratios normalised by the span actually observed, so a
-//! model trained with one window length means the same with another (policy.md).
+//! model trained with one window length means the same with another.
 
 mod activity;
 mod recorder;

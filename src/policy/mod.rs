@@ -1,8 +1,8 @@
 //! The policy: tiers, endpoint rules, limits, store and adaptive settings, as domain types that
 //! cannot hold an invalid value.
 //!
-//! [`Policy::from_yaml`] reads the YAML of `policy.md` through the raw types in [`raw`] and
-//! compiles them, collecting every error with its path in the file.
+//! [`Policy::from_yaml`] reads the policy YAML (docs/reference/policy.md) through the raw types
+//! in `raw` and compiles them, collecting every error with its path in the file.
 
 mod compile;
 pub(crate) mod raw;

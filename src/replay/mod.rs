@@ -5,7 +5,7 @@
 //! into records, [`pass`] sets a [`crate::clock::ManualClock`] to each record's time, asks
 //! [`crate::engine::Engine::check`], reports upstream statuses, and runs
 //! [`crate::control::ControlLoop::cycle`] every `adaptive.interval` of log time. Everything
-//! else counts and shows what came out (replay.md).
+//! else counts and shows what came out.
 
 pub mod command;
 mod decisions;

@@ -54,7 +54,7 @@ impl FromStr for Sweep {
     }
 }
 
-/// One sweep value's outcome (replay.md: flagged subjects, anomaly denials, and with labels the
+/// One sweep value's outcome (flagged subjects, anomaly denials, and with labels the
 /// shares of abuse and normal requests denied and the normal subjects flagged).
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct SweepRow {

@@ -1,4 +1,4 @@
-//! `ratewarden simulate`: labelled synthetic traffic (replay.md's jsonl) to train and test
+//! `ratewarden simulate`: labelled synthetic traffic (replay's JSON lines) to train and test
 //! the abuse model on.
 //!
 //! Subjects are split among the archetypes by [`MIX`] (every archetype gets at least one

@@ -1,4 +1,4 @@
-//! One line of labelled traffic in replay.md's jsonl format, written by `simulate` and read
+//! One line of labelled traffic in the JSON-lines format of docs/reference/cli.md (replay), written by `simulate` and read
 //! by `train`.
 
 use serde::{Deserialize, Serialize};
@@ -27,7 +27,7 @@ pub struct TrafficRecord {
     pub cost: Option<u64>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub label: Option<Label>,
-    /// The simulated behaviour that produced the line (not part of replay.md; ignored there).
+    /// The simulated behaviour that produced the line (an extra field; replay ignores it).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub archetype: Option<String>,
 }

@@ -1,4 +1,4 @@
-//! One line of replay.md's JSON-lines format (what `ratewarden simulate` writes), parsed into
+//! One line of replay's JSON-lines format (what `ratewarden simulate` writes), parsed into
 //! values that cannot be invalid: a time, a non-empty user and endpoint, a cost the engine
 //! accepts, a status an upstream can answer.
 //!
