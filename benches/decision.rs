@@ -61,6 +61,25 @@ fn bench(c: &mut Criterion) {
             group.bench_function("part_keyed_hash", |b| {
                 b.iter(|| black_box(hasher.user(black_box("user-0"))))
             });
+            group.bench_function("part_plan", |b| {
+                b.iter(|| {
+                    black_box(
+                        engine
+                            .plan_check(&CheckRequest::new(&users[0], "/api/x"), None)
+                            .is_ok(),
+                    )
+                })
+            });
+            let plan = engine
+                .plan_check(&CheckRequest::new(&users[0], "/api/x"), None)
+                .expect("plan");
+            group.bench_function("part_store_request", |b| {
+                b.iter(|| black_box(plan.store_request(false).checks.len()))
+            });
+            let request = plan.store_request(false);
+            group.bench_function("part_store_apply", |b| {
+                b.iter(|| black_box(engine.store().apply_now(&request).is_ok()))
+            });
             let clock = SystemClock::new();
             group.bench_function("part_clock", |b| {
                 b.iter(|| black_box(ratewarden::clock::Clock::now(&clock)))
