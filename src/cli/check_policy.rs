@@ -1,8 +1,9 @@
-//! `ratewarden check-policy`: a policy file (with its envoy folder) or an envoyproxy/ratelimit
-//! folder compiled, and every error printed with its path.
+//! `ratewarden check-policy`: a policy file (with its envoy folder and its model) or an
+//! envoyproxy/ratelimit folder compiled, and every error printed with its path.
 
 use crate::envoy_config::EnvoyConfig;
-use crate::rules;
+use crate::model::Model;
+use crate::rules::{self, Rules};
 use std::path::Path;
 
 /// What `check-policy` prints for `file`, one line each, and whether it is valid.
@@ -14,6 +15,8 @@ pub fn check(file: &Path) -> (Vec<String>, bool) {
             .map_err(|errors| errors.lines())
     } else {
         rules::load(file, None)
+            .map_err(|errors| errors.lines())
+            .and_then(|rules| model_problem(&rules).map_or(Ok(rules), |line| Err(vec![line])))
             .map(|rules| {
                 let policy = &rules.policy;
                 let envoy = match &rules.envoy {
@@ -26,7 +29,6 @@ pub fn check(file: &Path) -> (Vec<String>, bool) {
                     plural(policy.endpoints.len(), "endpoint rule", "endpoint rules")
                 )
             })
-            .map_err(|errors| errors.lines())
     };
     match summary {
         Ok(summary) => (vec![format!("{shown}: ok ({summary})")], true),
@@ -38,6 +40,16 @@ pub fn check(file: &Path) -> (Vec<String>, bool) {
             false,
         ),
     }
+}
+
+/// Why the model the policy names cannot be used (missing, unreadable, invalid), if it cannot.
+/// The daemon starts without it (limits without anomaly scaling until the file appears), but a
+/// policy meant to run with a model should not pass a check without one.
+fn model_problem(rules: &Rules) -> Option<String> {
+    let path = rules.policy.adaptive.anomaly.model.as_deref()?;
+    Model::load(path)
+        .err()
+        .map(|error| format!("adaptive.anomaly.model: {error}"))
 }
 
 fn envoy_summary(config: &EnvoyConfig) -> String {

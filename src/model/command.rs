@@ -20,13 +20,17 @@ pub struct TrainArgs {
     /// `logistic` (supervised) or `gmm` (unsupervised Gaussian mixture).
     #[arg(long, default_value = "logistic")]
     pub kind: ModelKind,
-    /// Where to write the model.
-    #[arg(long, default_value = "models/abuse.json")]
+    /// Where to write the model. No default: a running daemon watching its model file loads a
+    /// new one at once, so the place is always named.
+    #[arg(long)]
     pub out: PathBuf,
+    /// Overwrite `--out` when it exists.
+    #[arg(long)]
+    pub force: bool,
     /// The policy whose limits decide the requests and whose `adaptive` settings sample
-    /// the features.
-    #[arg(long, env = "RATEWARDEN_POLICY", default_value = "ratewarden.yaml")]
-    pub policy: PathBuf,
+    /// the features [default: ./ratewarden.yaml, else the policy shipped with ratewarden].
+    #[arg(long, env = "RATEWARDEN_POLICY")]
+    pub policy: Option<PathBuf>,
     /// Seed of the subject split (and of the mixture's subsample).
     #[arg(long, default_value_t = 1)]
     pub seed: u64,
@@ -41,6 +45,8 @@ pub struct TrainArgs {
 
 #[derive(Debug, thiserror::Error)]
 pub enum TrainCommandError {
+    #[error("{} exists; pass --force to overwrite it (a daemon watching it loads the new model at once)", .0.display())]
+    WouldOverwrite(PathBuf),
     #[error("policy {path}:\n{errors}")]
     Policy { path: PathBuf, errors: String },
     #[error("cannot open {path}: {source}")]
@@ -69,11 +75,10 @@ fn bar(len: u64, template: &str) -> ProgressBar {
 }
 
 pub fn run(args: &TrainArgs) -> Result<TrainReport, TrainCommandError> {
-    let policy =
-        crate::rules::load_policy(&args.policy).map_err(|e| TrainCommandError::Policy {
-            path: args.policy.clone(),
-            errors: e.to_string(),
-        })?;
+    if args.out.exists() && !args.force {
+        return Err(TrainCommandError::WouldOverwrite(args.out.clone()));
+    }
+    let policy = training_policy(args.policy.as_deref())?;
     let threshold = args.threshold.unwrap_or(policy.adaptive.anomaly.threshold);
     if !(0.0..=1.0).contains(&threshold) {
         return Err(TrainCommandError::Threshold);
@@ -84,6 +89,7 @@ pub fn run(args: &TrainArgs) -> Result<TrainReport, TrainCommandError> {
     print_data(&samples, &options);
     let report = fit(args, &samples, threshold, &options)?;
     print_report(&report);
+    warn_if_few_abusers(&report);
     report.model.save(&args.out)?;
     println!(
         "wrote {} ({} model, version {})",
@@ -92,6 +98,44 @@ pub fn run(args: &TrainArgs) -> Result<TrainReport, TrainCommandError> {
         report.model.version()
     );
     Ok(report)
+}
+
+/// The policy named, else `./ratewarden.yaml`, else the one shipped with ratewarden (so
+/// training works from any folder).
+fn training_policy(named: Option<&Path>) -> Result<Policy, TrainCommandError> {
+    const SHIPPED: &str = include_str!("../../ratewarden.yaml");
+    let local = Path::new("ratewarden.yaml");
+    let path = match named {
+        Some(path) => path,
+        None if local.exists() => local,
+        None => {
+            eprintln!(
+                "no --policy and no ./ratewarden.yaml: using the policy shipped with ratewarden"
+            );
+            return Policy::from_yaml(SHIPPED, Path::new(".")).map_err(|e| {
+                TrainCommandError::Policy {
+                    path: PathBuf::from("(shipped ratewarden.yaml)"),
+                    errors: e.to_string(),
+                }
+            });
+        }
+    };
+    crate::rules::load_policy(path).map_err(|e| TrainCommandError::Policy {
+        path: path.to_path_buf(),
+        errors: e.to_string(),
+    })
+}
+
+/// Below this many held-out abusive subjects, precision, recall and ROC AUC say little.
+const FEW_HELD_OUT_ABUSERS: u64 = 30;
+
+fn warn_if_few_abusers(report: &TrainReport) {
+    let abusers = report.held_out.subjects.abuse;
+    if abusers < FEW_HELD_OUT_ABUSERS {
+        eprintln!(
+            "warning: only {abusers} abusive subjects were held out; below {FEW_HELD_OUT_ABUSERS} the figures above mean little (train on more subjects)"
+        );
+    }
 }
 
 /// The jsonl traffic at `path`, in time order; unparsable lines are told on stderr and left
