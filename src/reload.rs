@@ -141,7 +141,7 @@ impl Reloader {
                 }
                 // Reading the file blocks: off the async workers.
                 let reloader = self.clone();
-                let _ = tokio::task::spawn_blocking(move || {
+                let outcome = tokio::task::spawn_blocking(move || {
                     if policy_too {
                         reloader.reload(trigger)
                     } else {
@@ -149,17 +149,28 @@ impl Reloader {
                     }
                 })
                 .await;
-                self.follow(&mut watches, &tx);
+                let model_refused = matches!(outcome, Ok(Err(ReloadError::Model { .. })));
+                let model_moved = self.follow(&mut watches, &tx);
+                // A model file that appeared between the refused load and the new watch raised
+                // no event the watch could see: look once more.
+                if model_refused
+                    && model_moved
+                    && watches.model.as_deref().is_some_and(Path::exists)
+                {
+                    let _ = tx.try_send("model change");
+                }
             }
         });
     }
 
     /// Points the model and envoy folder watches at what the policy in force names, when that
-    /// changed (at start-up, or a reload named another file or none).
-    fn follow(&self, watches: &mut Watches, tx: &mpsc::Sender<&'static str>) {
+    /// changed (at start-up, or a reload named another file or none); true when the model
+    /// watch moved.
+    fn follow(&self, watches: &mut Watches, tx: &mpsc::Sender<&'static str>) -> bool {
         let policy = self.engine.policy();
         let model = policy.adaptive.anomaly.model.clone();
-        if model != watches.model {
+        let model_moved = model != watches.model;
+        if model_moved {
             watches.model_watcher = model
                 .as_deref()
                 .and_then(|model| self.watch_file(model, "model change", tx.clone()));
@@ -180,6 +191,7 @@ impl Reloader {
                 .and_then(|dir| watch_envoy_folder(dir, tx.clone()));
             watches.envoy = envoy;
         }
+        model_moved
     }
 
     fn watch_file(
