@@ -253,3 +253,38 @@ async fn load_factor_override_applies_to_the_next_decision() {
     assert_eq!((&d["limit"], &d["remaining"]), (&json!(20), &json!(17)));
     assert_eq!(d["load_factor"], json!(1.0));
 }
+
+#[tokio::test]
+async fn a_load_denial_names_the_denying_limit_with_its_own_reduced_value() {
+    let h = harness(Some(TOKEN));
+    let reply = admin(
+        &h.app,
+        Method::PUT,
+        "/v1/admin/thresholds",
+        Some(r#"{"load_factor_override": 0.1}"#),
+    )
+    .await;
+    assert_eq!(reply.status, StatusCode::OK, "{}", reply.text);
+    // hourly 100 → 10, burst 20 → 2; a cost of 2 leaves hourly 8 and burst 0.
+    let d = crate::harness::check_with(
+        &h.app,
+        json!({"user": "carol", "endpoint": "/anywhere", "cost": 2}),
+    )
+    .await;
+    assert_eq!(d["allowed"], json!(true));
+    // A cost of 9 is over both; hourly is named first, burst heads the decision (0 left).
+    let body = json!({"user": "carol", "endpoint": "/anywhere", "cost": 9}).to_string();
+    let reply = send(&h.app, Method::POST, "/v1/check", None, Some(&body)).await;
+    assert_eq!(
+        reply.status,
+        StatusCode::TOO_MANY_REQUESTS,
+        "{}",
+        reply.text
+    );
+    assert_eq!(reply.json["reason"], "load");
+    assert_eq!(reply.json["violated-policies"], json!(["hourly", "burst"]));
+    assert_eq!(
+        reply.detail(),
+        "limit \"hourly\" is reduced to 10 while the service is under load"
+    );
+}
