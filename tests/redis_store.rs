@@ -17,6 +17,8 @@ mod differential;
 mod engine_level;
 #[path = "redis_store/reference.rs"]
 mod reference;
+#[path = "redis_store/reload.rs"]
+mod reload;
 #[path = "redis_store/scenarios.rs"]
 mod scenarios;
 #[path = "redis_store/support.rs"]
