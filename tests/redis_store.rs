@@ -72,3 +72,8 @@ async fn batch_is_one_round_trip_and_noscript_falls_back_to_eval() {
 async fn engine_decides_alike_on_memory_and_redis() {
     engine_level::engine_decides_alike().await;
 }
+
+#[tokio::test]
+async fn a_token_bucket_keeps_its_usage_when_the_load_factor_shrinks_it_later() {
+    engine_level::bucket_usage_survives_a_smaller_scale().await;
+}

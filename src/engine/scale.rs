@@ -42,6 +42,28 @@ impl Thresholds {
     }
 }
 
+impl Thresholds {
+    /// The smallest load factor above 0 these values can put in force: 1, either factor, or
+    /// the override (a factor of 0 denies everything, and needs no usage remembered).
+    pub fn slowest_load_factor(&self) -> f64 {
+        let override_factor = self.load_factor_override.filter(|f| *f > 0.0);
+        [self.load_high_factor, self.load_low_factor]
+            .into_iter()
+            .chain(override_factor)
+            .fold(1.0, f64::min)
+    }
+
+    /// The smallest anomaly factor above 0 a subject can be scaled by (shadowed or not: the
+    /// shadow can be lifted).
+    pub fn slowest_anomaly_factor(&self) -> f64 {
+        if self.anomaly_factor > 0.0 {
+            self.anomaly_factor.min(1.0)
+        } else {
+            1.0
+        }
+    }
+}
+
 /// What the last control cycle concluded about one subject.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct SubjectStanding {
