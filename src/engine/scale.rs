@@ -37,7 +37,7 @@ impl Thresholds {
             load_low: a.load.low,
             load_high_factor: a.load.high_factor,
             load_low_factor: a.load.low_factor,
-            load_factor_override: None,
+            load_factor_override: a.load.factor_override,
         }
     }
 }
