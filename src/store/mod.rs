@@ -244,14 +244,14 @@ pub async fn open(
         StoreUrl::Redis(url) => RedisStore::connect(url, prefix, timeout)
             .map(Backend::Redis)
             .map_err(|source| OpenError::Redis {
-                url: url.clone(),
+                url: url::redacted(url),
                 source,
             }),
         StoreUrl::RedisCluster(nodes) => RedisStore::connect_cluster(nodes, prefix, timeout)
             .await
             .map(Backend::Redis)
             .map_err(|source| OpenError::Redis {
-                url: nodes.join(","),
+                url: url::redacted(&nodes.join(",")),
                 source,
             }),
         StoreUrl::RedisSentinel(url) => RedisStore::connect_sentinel(url, prefix, timeout)
