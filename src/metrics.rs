@@ -191,6 +191,15 @@ const MODEL_INFO: Family = Family {
     labels: &["version", "kind"],
 };
 
+/// `store_errors_total{action}`: what a decision did when the store failed.
+pub const STORE_ERROR_ACTIONS: [&str; 3] = ["local", "allowed", "denied"];
+/// `rejections_total{reason}` of a limit (`store_unavailable` names no limit).
+pub const LIMIT_REASONS: [&str; 4] = ["quota", "burst", "load", "anomaly"];
+/// `reports_total{class}`.
+pub const REPORT_CLASSES: [&str; 5] = ["1xx", "2xx", "3xx", "4xx", "5xx"];
+/// `decision_duration_seconds{api}`.
+pub const APIS: [Api; 4] = [Api::Http, Api::Batch, Api::Auth, Api::Grpc];
+
 /// Registers `metric` and hands it back: the registry keeps a clone, which shares its series.
 fn registered<M: Collector + Clone + 'static>(
     registry: &Registry,
@@ -274,8 +283,40 @@ impl Metrics {
                 metrics.config_reloads.with_label_values(&[kind, result]);
             }
         }
+        for result in ["hit", "miss"] {
+            metrics.tier_cache_requests.with_label_values(&[result]);
+        }
+        for class in REPORT_CLASSES {
+            metrics.reports.with_label_values(&[class]);
+        }
+        for api in APIS {
+            metrics.decision_duration.with_label_values(&[api.label()]);
+        }
         metrics.load_factor.set(1.0);
         metrics
+    }
+
+    /// Exports the series of the store in use at 0: its latency and its errors by every
+    /// action.
+    pub fn declare_store(&self, store: &str) {
+        self.store_duration.with_label_values(&[store]);
+        for action in STORE_ERROR_ACTIONS {
+            self.store_errors.with_label_values(&[store, action]);
+        }
+    }
+
+    /// Exports the decision series of one limit (`rule`) checked for `tier` at 0: every
+    /// outcome, every reason, bursts and near-limit.
+    pub fn declare_limit(&self, rule: &str, tier: &str) {
+        for outcome in [Outcome::Allowed, Outcome::Denied, Outcome::ShadowDenied] {
+            self.decisions
+                .with_label_values(&[rule, tier, outcome.label()]);
+        }
+        for reason in LIMIT_REASONS {
+            self.rejections.with_label_values(&[rule, tier, reason]);
+        }
+        self.bursts.with_label_values(&[rule, tier]);
+        self.near_limit.with_label_values(&[rule, tier]);
     }
 
     /// The time one API call took to decide (a whole batch counts once).
@@ -307,11 +348,11 @@ impl Metrics {
     /// Counts one upstream status reported through `/v1/report`, by its class (`4xx`).
     pub fn record_report(&self, status: u16) {
         let class = match status {
-            100..=199 => "1xx",
-            200..=299 => "2xx",
-            300..=399 => "3xx",
-            400..=499 => "4xx",
-            _ => "5xx",
+            100..=199 => REPORT_CLASSES[0],
+            200..=299 => REPORT_CLASSES[1],
+            300..=399 => REPORT_CLASSES[2],
+            400..=499 => REPORT_CLASSES[3],
+            _ => REPORT_CLASSES[4],
         };
         self.reports.with_label_values(&[class]).inc();
     }

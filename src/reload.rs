@@ -9,9 +9,11 @@
 
 use crate::control::ModelSlot;
 use crate::engine::Engine;
+use crate::limit::Limit;
 use crate::model::ModelError;
-use crate::policy::PolicyErrors;
+use crate::policy::{Policy, PolicyErrors};
 use crate::rules;
+use crate::store::Backend;
 use notify::{RecursiveMode, Watcher};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -29,6 +31,33 @@ pub enum ReloadError {
         path: String,
         error: Box<ModelError>,
     },
+}
+
+/// The policy's limits for which requests × window (µs) reaches 2^53: Redis's Lua computes in
+/// doubles, exact only below that.
+pub fn inexact_limits(policy: &Policy) -> impl Iterator<Item = &Limit> {
+    const EXACT: f64 = 9_007_199_254_740_992.0;
+    policy
+        .tiers
+        .iter()
+        .flat_map(|t| &t.limits)
+        .chain(policy.endpoints.iter().flat_map(|r| &r.limits))
+        .chain(&policy.default_endpoint.limits)
+        .filter(|limit| {
+            let largest = limit.requests.get().max(limit.burst.get()) as f64;
+            largest * limit.window_micros() as f64 >= EXACT
+        })
+}
+
+/// Warns about every limit of [`inexact_limits`]; for a Redis store, at start-up and after each
+/// reload.
+pub fn warn_inexact_limits(policy: &Policy) {
+    for limit in inexact_limits(policy) {
+        tracing::warn!(
+            limit = %limit.label,
+            "requests x window is beyond what Redis's Lua computes exactly; decisions may be off by one request"
+        );
+    }
 }
 
 /// Reloads one policy file (and the model it names) into one engine.
@@ -106,6 +135,9 @@ impl Reloader {
                 self.count("success");
                 if rules.policy.store != self.engine.policy().store {
                     tracing::warn!("store settings changed; they take effect at the next restart");
+                }
+                if !matches!(self.engine.store(), Backend::Memory(_)) {
+                    warn_inexact_limits(&rules.policy);
                 }
                 self.engine.reload(rules);
                 tracing::info!(trigger, path = %self.path.display(), "policy reloaded");

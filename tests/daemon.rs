@@ -50,3 +50,67 @@ fn sighup_and_file_changes_reload_and_a_broken_file_keeps_the_old_policy() {
     daemon.wait_for("trigger=\"SIGHUP\"", Duration::from_secs(10));
     assert!(daemon.stop(Duration::from_secs(10)).success());
 }
+
+/// Every metric name (`ratewarden_...`) a dashboard or alert rule of `dashboards/` queries.
+fn dashboard_metric_names() -> std::collections::BTreeSet<String> {
+    let dir = Path::new(concat!(env!("CARGO_MANIFEST_DIR"), "/dashboards"));
+    let mut names = std::collections::BTreeSet::new();
+    for entry in std::fs::read_dir(dir).unwrap() {
+        let path = entry.unwrap().path();
+        let queried = path.extension().is_some_and(|e| e == "json")
+            || path.file_name().is_some_and(|n| n == "alerts.yml");
+        if !queried {
+            continue;
+        }
+        let text = std::fs::read_to_string(&path).unwrap();
+        for (at, _) in text.match_indices("ratewarden_") {
+            let name: String = text[at..]
+                .chars()
+                .take_while(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || *c == '_')
+                .collect();
+            names.insert(name);
+        }
+    }
+    names
+}
+
+#[test]
+fn a_fresh_daemon_exports_every_series_the_dashboards_query() {
+    let queried = dashboard_metric_names();
+    assert!(
+        queried.contains("ratewarden_store_errors_total")
+            && queried.contains("ratewarden_tier_cache_requests_total"),
+        "{queried:?}"
+    );
+    let daemon = Daemon::start(
+        Path::new(concat!(env!("CARGO_MANIFEST_DIR"), "/ratewarden.yaml")),
+        &[],
+    );
+    let (status, text) = daemon.get("/metrics");
+    assert_eq!(status, 200);
+    let exported: std::collections::BTreeSet<&str> = text
+        .lines()
+        .filter(|l| !l.starts_with('#') && !l.is_empty())
+        .map(|l| l.split(['{', ' ']).next().unwrap())
+        .collect();
+    let missing: Vec<&String> = queried
+        .iter()
+        .filter(|name| !exported.contains(name.as_str()))
+        .collect();
+    assert!(missing.is_empty(), "missing {missing:?} in:\n{text}");
+    // The finite label sets, each at 0 before any request.
+    for series in [
+        r#"ratewarden_store_errors_total{action="local",store="memory"} 0"#,
+        r#"ratewarden_store_errors_total{action="allowed",store="memory"} 0"#,
+        r#"ratewarden_store_errors_total{action="denied",store="memory"} 0"#,
+        r#"ratewarden_tier_cache_requests_total{result="hit"} 0"#,
+        r#"ratewarden_tier_cache_requests_total{result="miss"} 0"#,
+        r#"ratewarden_reports_total{class="4xx"} 0"#,
+        r#"ratewarden_config_reloads_total{kind="policy",result="error"} 0"#,
+        r#"ratewarden_rejections_total{reason="anomaly",rule="hourly",tier="free"} 0"#,
+        r#"ratewarden_decisions_total{outcome="denied",rule="search",tier="pro"} 0"#,
+    ] {
+        assert!(text.contains(series), "{series} is missing:\n{text}");
+    }
+    daemon.stop(Duration::from_secs(10));
+}

@@ -179,18 +179,22 @@ async fn metrics_count_decisions_with_policy_labels_only() {
             assert!(text.contains(&series), "{series} is missing:\n{text}");
         }
     }
-    // Labelled series nobody touched are absent: no tier stored (the cache is skipped), no
-    // store error, no model.
-    for untouched in [
-        "ratewarden_tier_cache_requests_total",
-        "ratewarden_store_errors_total",
-        "ratewarden_model_info",
-    ] {
-        assert!(
-            !names.contains(untouched),
-            "{untouched} is present:\n{text}"
-        );
+    // Counters whose labels take a known, finite set of values are there from the start at 0:
+    // the store's errors by every action, and the tier cache (skipped: no tier is stored).
+    for action in ["local", "allowed", "denied"] {
+        let series =
+            format!("ratewarden_store_errors_total{{action=\"{action}\",store=\"memory\"}} 0");
+        assert!(text.contains(&series), "{series} is missing:\n{text}");
     }
+    for result in ["hit", "miss"] {
+        let series = format!("ratewarden_tier_cache_requests_total{{result=\"{result}\"}} 0");
+        assert!(text.contains(&series), "{series} is missing:\n{text}");
+    }
+    // No model: no model info.
+    assert!(
+        !names.contains("ratewarden_model_info"),
+        "ratewarden_model_info is present:\n{text}"
+    );
     // Labels: the documented set, plus `le` (histogram buckets) and `class` (reports_total, the
     // status class 1xx..5xx of a report, an extra metric).
     let allowed: BTreeSet<&str> = [
@@ -211,8 +215,9 @@ async fn metrics_count_decisions_with_policy_labels_only() {
                     ["free", "pro", "enterprise"].contains(&label.as_str()),
                     "{name}: tier {label}"
                 ),
+                // Every API's latency series exists from start-up, at 0.
                 "api" => assert!(
-                    ["http", "batch", "auth"].contains(&label.as_str()),
+                    ["http", "batch", "auth", "grpc"].contains(&label.as_str()),
                     "{name}: api {label}"
                 ),
                 _ => {}

@@ -112,6 +112,7 @@ fn bytes_per_tracked_key() {
                     cost: 1,
                     enforce: true,
                     probes: [None, None],
+                    slowest: rate.requests,
                 };
                 let request = Request {
                     checks: [check].into_iter().collect(),

@@ -17,6 +17,8 @@ mod differential;
 mod engine_level;
 #[path = "redis_store/reference.rs"]
 mod reference;
+#[path = "redis_store/reload.rs"]
+mod reload;
 #[path = "redis_store/scenarios.rs"]
 mod scenarios;
 #[path = "redis_store/support.rs"]
@@ -69,4 +71,9 @@ async fn batch_is_one_round_trip_and_noscript_falls_back_to_eval() {
 #[tokio::test]
 async fn engine_decides_alike_on_memory_and_redis() {
     engine_level::engine_decides_alike().await;
+}
+
+#[tokio::test]
+async fn a_token_bucket_keeps_its_usage_when_the_load_factor_shrinks_it_later() {
+    engine_level::bucket_usage_survives_a_smaller_scale().await;
 }

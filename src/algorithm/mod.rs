@@ -104,6 +104,24 @@ pub fn consume(state: &mut Option<State>, now: Micros, rate: &Rate, cost: u64) -
     }
 }
 
+/// When `state` will have fully decayed even if its limit is later refilled at only `slowest`
+/// requests per window (the smallest scale the limit can take): a store keeps the state until
+/// the later of this and what [`consume`] returned. Only `token_bucket` counts usage that
+/// decays at the rate in force when it is checked; the others decay with time alone.
+pub fn decayed_at_slowest(state: &Option<State>, rate: &Rate, slowest: u64) -> Micros {
+    match state {
+        Some(State::TokenBucket { used, last }) => {
+            let slow = Rate {
+                requests: slowest.max(1),
+                ..*rate
+            };
+            let interval = emission_interval(&slow).unwrap_or(rate.window);
+            last.saturating_add(used.saturating_mul(interval))
+        }
+        _ => 0,
+    }
+}
+
 fn as_log(state: Option<&State>) -> Option<&Log> {
     match state {
         Some(State::Log(log)) => Some(&**log),

@@ -12,7 +12,8 @@ use crate::control::{ControlLoop, ModelSlot, SystemLoad};
 use crate::engine::{Engine, SubjectHasher};
 use crate::http::{AppState, router};
 use crate::metrics::Metrics;
-use crate::policy::{Policy, PolicyErrors};
+use crate::policy::PolicyErrors;
+use crate::reload;
 use crate::rules;
 use crate::store::{self, MemoryStore, OpenError};
 use std::future::Future;
@@ -59,26 +60,6 @@ pub fn hasher_from(secret: Option<&str>) -> SubjectHasher {
                 "RATEWARDEN_HASH_KEY is not set: using a random key, so store keys differ between instances and restarts"
             );
             SubjectHasher::random()
-        }
-    }
-}
-
-/// Redis's Lua computes in doubles: exact while requests × window (µs) stays below 2^53.
-fn warn_inexact_limits(policy: &Policy) {
-    const EXACT: f64 = 9_007_199_254_740_992.0;
-    let limits = policy
-        .tiers
-        .iter()
-        .flat_map(|t| &t.limits)
-        .chain(policy.endpoints.iter().flat_map(|r| &r.limits))
-        .chain(&policy.default_endpoint.limits);
-    for limit in limits {
-        let largest = limit.requests.get().max(limit.burst.get()) as f64;
-        if largest * limit.window_micros() as f64 >= EXACT {
-            tracing::warn!(
-                limit = %limit.label,
-                "requests x window is beyond what Redis's Lua computes exactly; decisions may be off by one request"
-            );
         }
     }
 }
@@ -132,7 +113,7 @@ async fn build_engine(
     let store = store::open(&policy.store, clock.clone()).await?;
     let remote = !matches!(store, store::Backend::Memory(_));
     if remote {
-        warn_inexact_limits(&policy);
+        reload::warn_inexact_limits(&policy);
     }
     let metrics = Arc::new(Metrics::new());
     let mut engine = Engine::new(rules, store, hasher_from(args.hash_key.as_deref()))

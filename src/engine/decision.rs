@@ -64,6 +64,8 @@ pub struct Decision {
     pub cost_exceeds_limit: bool,
     /// Allowed with 20 % or less of the headline limit left.
     pub near_limit: bool,
+    /// The effective limit of the first limit in `violated` (the one a denial names).
+    pub violated_limit: Option<u64>,
     /// Indexes into [`Resolved::limits`].
     pub headline: Option<usize>,
     pub violated: SmallVec<[usize; 4]>,
@@ -92,6 +94,10 @@ impl Decision {
             near_limit: applied.admitted
                 && head.is_some_and(|o| o.remaining.saturating_mul(5) <= o.limit),
             headline: findings.headline,
+            violated_limit: findings
+                .violated
+                .first()
+                .map(|&i| applied.checks[i].outcome.limit),
             violated: findings.violated,
             shadow_violated: findings.shadow_violated,
             resolved: plan.resolved,

@@ -65,12 +65,31 @@ pub struct Engine<S = Backend> {
 /// Subjects whose features are tracked at once (about 200 bytes each); see [`Recorder`].
 pub const TRACKED_SUBJECTS: usize = 1_000_000;
 
+/// Exports at 0 every series whose labels the policy and the store fix: the store's errors by
+/// action, and each limit's decisions for every tier it is checked for.
+fn declare(metrics: &Metrics, policy: &Policy, store: &str) {
+    metrics.declare_store(store);
+    let shared: Vec<&str> = policy
+        .endpoints
+        .iter()
+        .chain(std::iter::once(&policy.default_endpoint))
+        .flat_map(|rule| rule.limits.iter().map(|l| l.name.as_str()))
+        .collect();
+    for tier in &policy.tiers {
+        let own = tier.limits.iter().map(|l| l.name.as_str());
+        for rule in own.chain(shared.iter().copied()) {
+            metrics.declare_limit(rule, &tier.name);
+        }
+    }
+}
+
 impl<S: Store> Engine<S> {
     /// An engine over `rules` (a [`Policy`] alone, or with its envoy configuration).
     pub fn new(rules: impl Into<Rules>, store: S, hasher: SubjectHasher) -> Self {
         let rules = rules.into();
         let scale = Arc::new(ScaleFactors::new(Thresholds::from_policy(&rules.policy)));
         let metrics = Arc::new(Metrics::new());
+        declare(&metrics, &rules.policy, store.kind().label());
         Self {
             rules: ArcSwap::from_pointee(rules),
             fallback: None,
@@ -95,6 +114,11 @@ impl<S: Store> Engine<S> {
 
     /// Uses `metrics` (the daemon's one registry) instead of a private one.
     pub fn with_metrics(mut self, metrics: Arc<Metrics>) -> Self {
+        declare(
+            &metrics,
+            &self.rules.load().policy,
+            self.store.kind().label(),
+        );
         self.tiers = TierCache::new(metrics.clone());
         self.store_latency = metrics
             .store_duration
@@ -129,6 +153,7 @@ impl<S: Store> Engine<S> {
     /// thresholds reset to the file's values (the file is the source of truth).
     pub fn reload(&self, rules: impl Into<Rules>) {
         let rules = rules.into();
+        declare(&self.metrics, &rules.policy, self.store.kind().label());
         let _writes = self.scale.lock_writes();
         self.scale
             .set_thresholds(Thresholds::from_policy(&rules.policy));

@@ -20,6 +20,10 @@ pub struct Plan {
     /// `false` under `anomaly.shadow`: the factor is only evaluated, never applied.
     pub anomaly_enforced: bool,
     pub abuse_score: Option<f64>,
+    /// The smallest load factor and anomaly factor above 0 that the live thresholds and the
+    /// policy file allow: the slowest rate a limit can be refilled at later.
+    pub slowest_load: f64,
+    pub slowest_anomaly: f64,
     /// Flagged by the last control cycle's score under the live threshold, or held.
     pub flagged: bool,
     /// What the decision records in the subject's features (`user`'s activity: keyed hashes
@@ -65,6 +69,16 @@ impl Plan {
                 anomaly_counterfactual: load * anomaly,
             }
         }
+    }
+
+    /// The smallest scale above 0 limit `i` can be checked at.
+    pub fn slowest_scale(&self, i: usize) -> f64 {
+        let load = if self.resolved.is_adaptive(i) {
+            self.slowest_load
+        } else {
+            1.0
+        };
+        load * self.slowest_anomaly
     }
 
     /// The scale reported to clients: the tier's load factor times the applied anomaly factor.
@@ -117,6 +131,7 @@ impl Plan {
                         probe(scales.without_load),
                         probe(scales.anomaly_counterfactual),
                     ],
+                    slowest: limit.rate(self.slowest_scale(i)).requests.max(1),
                 }
             })
             .collect();

@@ -1,7 +1,7 @@
 //! Planning: a request resolved against the policy in force (tier, endpoint rule, keys) and
 //! scaled by the load factor and its subject's anomaly standing.
 
-use super::{CheckError, CheckRequest, Cost, Engine, FeatureTrace, Plan, Resolved};
+use super::{CheckError, CheckRequest, Cost, Engine, FeatureTrace, Plan, Resolved, Thresholds};
 use crate::limit::KeyHash;
 use crate::policy::KeyScope;
 use crate::store::Store;
@@ -70,6 +70,8 @@ impl<S: Store> Engine<S> {
     ) -> Plan {
         let standing = subject.and_then(|s| self.scale.standing(s));
         let thresholds = self.scale.thresholds();
+        // The file's values too: an admin change undone by a reload must not shorten a TTL.
+        let file = Thresholds::from_policy(&resolved.policy);
         let flagged =
             standing.is_some_and(|s| s.flagged(thresholds.anomaly_threshold, self.clock.now()));
         Plan {
@@ -87,6 +89,15 @@ impl<S: Store> Engine<S> {
             },
             anomaly_enforced: !thresholds.anomaly_shadow,
             abuse_score: standing.map(|s| s.abuse_score),
+            slowest_load: thresholds
+                .slowest_load_factor()
+                .min(file.slowest_load_factor()),
+            slowest_anomaly: match subject {
+                Some(_) => thresholds
+                    .slowest_anomaly_factor()
+                    .min(file.slowest_anomaly_factor()),
+                None => 1.0,
+            },
             flagged,
             trace,
         }

@@ -37,7 +37,29 @@ impl Thresholds {
             load_low: a.load.low,
             load_high_factor: a.load.high_factor,
             load_low_factor: a.load.low_factor,
-            load_factor_override: None,
+            load_factor_override: a.load.factor_override,
+        }
+    }
+}
+
+impl Thresholds {
+    /// The smallest load factor above 0 these values can put in force: 1, either factor, or
+    /// the override (a factor of 0 denies everything, and needs no usage remembered).
+    pub fn slowest_load_factor(&self) -> f64 {
+        let override_factor = self.load_factor_override.filter(|f| *f > 0.0);
+        [self.load_high_factor, self.load_low_factor]
+            .into_iter()
+            .chain(override_factor)
+            .fold(1.0, f64::min)
+    }
+
+    /// The smallest anomaly factor above 0 a subject can be scaled by (shadowed or not: the
+    /// shadow can be lifted).
+    pub fn slowest_anomaly_factor(&self) -> f64 {
+        if self.anomaly_factor > 0.0 {
+            self.anomaly_factor.min(1.0)
+        } else {
+            1.0
         }
     }
 }

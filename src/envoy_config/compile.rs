@@ -4,6 +4,10 @@
 //! It refuses what envoyproxy/ratelimit refuses (unknown keys, a missing key, an unknown unit,
 //! two descriptors with the same key and value at one level, a unit on an unlimited limit).
 //! `requests_per_unit: 0` blocks (in shadow mode it passes).
+//!
+//! A limit without a `name` is shown (and labelled in metrics) by its descriptor path, in which
+//! the value of a `remote_address` entry, and any value that is an IP address, is written `_`:
+//! metrics never carry addresses.
 
 use super::raw::{
     DESCRIPTOR_KEYS, FILE_KEYS, RATE_LIMIT_KEYS, RawDescriptor, RawFile, RawRateLimit,
@@ -38,7 +42,7 @@ pub(super) fn compile(text: &str, file: &str) -> Result<Domain, PolicyErrors> {
         &mut e,
         &domain_name,
         "descriptors",
-        "",
+        ("", ""),
         raw.descriptors.as_deref().unwrap_or_default(),
     );
     e.finish(())?;
@@ -50,8 +54,14 @@ pub(super) fn compile(text: &str, file: &str) -> Result<Domain, PolicyErrors> {
 }
 
 /// The descriptors at one depth; `at` is their path in the file, `tree` their path in the
-/// descriptor tree (`api_key`).
-fn level(e: &mut Errors, domain: &str, at: &str, tree: &str, raws: &[RawDescriptor]) -> Level {
+/// descriptor tree (`api_key`) twice: as the store's id is made of it, and as it is shown.
+fn level(
+    e: &mut Errors,
+    domain: &str,
+    at: &str,
+    tree: (&str, &str),
+    raws: &[RawDescriptor],
+) -> Level {
     let mut level = Level::default();
     // Where each (key, value) was first defined, to name it in a duplicate's error.
     let mut first_at: std::collections::HashMap<(String, Option<String>), String> =
@@ -88,7 +98,7 @@ fn descriptor(
     e: &mut Errors,
     domain: &str,
     path: &str,
-    tree: &str,
+    (tree, shown_tree): (&str, &str),
     raw: &RawDescriptor,
 ) -> Option<(String, Option<String>, Node)> {
     e.unknown_keys(path, &raw.unknown, DESCRIPTOR_KEYS);
@@ -116,20 +126,30 @@ fn descriptor(
         Some(v) => format!("{key}_{v}"),
         None => key.clone(),
     };
-    let tree_path = if tree.is_empty() {
-        step
-    } else {
-        format!("{tree}.{step}")
+    let shown_step = match &value {
+        Some(v) if key == "remote_address" || v.parse::<std::net::IpAddr>().is_ok() => {
+            format!("{key}_")
+        }
+        _ => step.clone(),
     };
-    let rule = raw
-        .rate_limit
-        .as_ref()
-        .and_then(|r| rule(e, domain, &join(path, "rate_limit"), &tree_path, shadow, r));
+    let extend = |tree: &str, step: String| {
+        if tree.is_empty() {
+            step
+        } else {
+            format!("{tree}.{step}")
+        }
+    };
+    let tree_path = extend(tree, step);
+    let shown_path = extend(shown_tree, shown_step);
+    let rule = raw.rate_limit.as_ref().and_then(|r| {
+        let paths = (tree_path.as_str(), shown_path.as_str());
+        rule(e, domain, &join(path, "rate_limit"), paths, shadow, r)
+    });
     let children = level(
         e,
         domain,
         &join(path, "descriptors"),
-        &tree_path,
+        (&tree_path, &shown_path),
         raw.descriptors.as_deref().unwrap_or_default(),
     );
     let node = Node {
@@ -145,7 +165,7 @@ fn rule(
     e: &mut Errors,
     domain: &str,
     path: &str,
-    tree_path: &str,
+    (tree_path, shown_path): (&str, &str),
     shadow: bool,
     raw: &RawRateLimit,
 ) -> Option<Rule> {
@@ -168,7 +188,7 @@ fn rule(
     let algorithm = algorithm(e, &at("algorithm"), &raw.algorithm);
     let adaptive = e.boolean(&at("adaptive"), &raw.adaptive, true);
     let (unit, algorithm) = (unit?, algorithm?);
-    let shown = name.clone().unwrap_or_else(|| tree_path.to_owned());
+    let shown = name.clone().unwrap_or_else(|| shown_path.to_owned());
     let Some(requests) = NonZeroU64::new(requests?) else {
         if shadow {
             return Some(Rule::Unlimited);

@@ -87,6 +87,8 @@ fn explain(d: &Decision) -> String {
         Some(r) => format!("; retry in {} s", ceil_secs(r)),
         None => String::new(),
     };
+    // The number shown is the denying limit's own effective value, never the headline's.
+    let reduced = d.violated_limit.or(d.limit).unwrap_or(0);
     match (d.reason, denying) {
         (Some(Reason::StoreUnavailable), _) => {
             "the rate limit store is unavailable and store.on_error denies".to_owned()
@@ -97,16 +99,13 @@ fn explain(d: &Decision) -> String {
             l.base_rate().capacity()
         ),
         (Some(Reason::Anomaly), _) => format!(
-            "limit \"{name}\" is reduced to {} for this subject after abnormal usage{wait}",
-            d.limit.unwrap_or(0)
+            "limit \"{name}\" is reduced to {reduced} for this subject after abnormal usage{wait}"
         ),
         (Some(Reason::Load), _) => format!(
-            "limit \"{name}\" is reduced to {} while the service is under load{wait}",
-            d.limit.unwrap_or(0)
+            "limit \"{name}\" is reduced to {reduced} while the service is under load{wait}"
         ),
         (_, Some(l)) => format!(
-            "limit \"{name}\" allows {} per {} s{wait}",
-            d.limit.unwrap_or(0),
+            "limit \"{name}\" allows {reduced} per {} s{wait}",
             ceil_secs(l.window_micros()).max(1)
         ),
         _ => format!("denied{wait}"),

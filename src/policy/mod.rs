@@ -105,6 +105,8 @@ pub struct LoadSettings {
     pub high_factor: f64,
     pub low_factor: f64,
     pub smoothing: f64,
+    /// A load factor pinned by the file (`load.factor_override`): the CPU is not consulted.
+    pub factor_override: Option<f64>,
 }
 
 #[derive(Debug, Clone, PartialEq)]

@@ -95,6 +95,7 @@ pub struct RawLoad {
     pub high_factor: Leaf,
     pub low_factor: Leaf,
     pub smoothing: Leaf,
+    pub factor_override: Leaf,
     #[serde(flatten)]
     pub unknown: Unknown,
 }

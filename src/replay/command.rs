@@ -3,7 +3,7 @@
 
 use super::decisions::DecisionWriter;
 use super::input::time::format_rfc3339;
-use super::input::{Format, ReadError, SubjectChoice, read_logs};
+use super::input::{Format, ReadError, SubjectChoice, read_logs, refuse_header_for_combined};
 use super::pass::{PassSetup, replay_pass};
 use super::report::{ModelInfo, Report};
 use super::summary::Summary;
@@ -91,6 +91,7 @@ pub fn run(args: &ReplayArgs) -> Result<Report, ReplayError> {
         path: args.policy.clone(),
         errors: e.to_string(),
     })?;
+    refuse_header_for_combined(&args.logs, args.format, args.subject.as_ref())?;
     for path in &args.logs {
         std::fs::metadata(path).map_err(|error| ReadError::Open {
             path: path.clone(),
@@ -126,7 +127,7 @@ pub fn run(args: &ReplayArgs) -> Result<Report, ReplayError> {
         start: format_rfc3339(first),
         end: format_rfc3339(last),
         span_seconds: (last - first) as f64 / 1e6,
-        load_factor: 1.0,
+        load_factor: policy.adaptive.load.factor_override.unwrap_or(1.0),
         summary: summaries[0].clone(),
         sweep: args
             .sweep

@@ -3,8 +3,9 @@
 //!
 //! Nothing here decides anything: requests go through [`Engine::check`], upstream statuses of
 //! allowed requests through [`Engine::report`] (a denied request never reached the upstream),
-//! scores and flags come from [`ControlLoop::cycle`]. The load factor is pinned at 1: a log
-//! says nothing of the CPU the daemon would have had.
+//! scores and flags come from [`ControlLoop::cycle`]. The measured load factor is pinned at 1:
+//! a log says nothing of the CPU the daemon would have had; only the policy's
+//! `adaptive.load.factor_override` makes `load` denials.
 
 use super::summary::{Summary, Tally};
 use super::traffic::{Record, Traffic};

@@ -90,36 +90,55 @@ fn write_inputs(out: &mut String, report: &Report) -> std::fmt::Result {
     )
 }
 
+/// Where the replay's load factor came from: a log has no CPU, so only the policy pins one.
+fn load_factor(report: &Report) -> String {
+    if report.load_factor == 1.0 {
+        "1 (a log has no CPU; pin adaptive.load.factor_override for load denials)".into()
+    } else {
+        format!("{} (adaptive.load.factor_override)", report.load_factor)
+    }
+}
+
 /// The model in force, or why there is none.
 fn write_model(out: &mut String, report: &Report) -> std::fmt::Result {
     match (&report.model, &report.model_problem) {
         (Some(m), _) => writeln!(
             out,
-            "  model   {} ({} {}), threshold {}; load factor pinned at 1 (a log has no CPU)",
+            "  model   {} ({} {}), threshold {}; load factor {}",
             m.path.display(),
             m.kind,
             m.version,
-            report.summary.threshold
+            report.summary.threshold,
+            load_factor(report)
         ),
-        (None, Some(problem)) => writeln!(out, "  model   none: {problem}; no anomaly scaling"),
-        (None, None) => writeln!(out, "  model   none in the policy; no anomaly scaling"),
+        (None, Some(problem)) => writeln!(
+            out,
+            "  model   none: {problem}; no anomaly scaling; load factor {}",
+            load_factor(report)
+        ),
+        (None, None) => writeln!(
+            out,
+            "  model   none in the policy; no anomaly scaling; load factor {}",
+            load_factor(report)
+        ),
     }
 }
 
 fn write_sweep(out: &mut String, rows: &[SweepRow]) -> std::fmt::Result {
     writeln!(
         out,
-        "sweep        flagged  anomaly-denied  abuse-denied  normal-denied  normal-flagged"
+        "sweep        flagged  anomaly-denied  abuse-denied  (by anomaly)  normal-denied  normal-flagged"
     )?;
     for row in rows {
         let opt_pct = |x: Option<f64>| x.map_or("-".into(), |x| format!("{:.2} %", 100.0 * x));
         writeln!(
             out,
-            "  {:<9} {:>8}  {:>14}  {:>12}  {:>13}  {:>14}",
+            "  {:<9} {:>8}  {:>14}  {:>12}  {:>12}  {:>13}  {:>14}",
             row.threshold,
             row.subjects_flagged,
             row.anomaly_denied,
             opt_pct(row.abuse_denied_share),
+            opt_pct(row.abuse_denied_anomaly_share),
             opt_pct(row.normal_denied_share),
             row.normal_subjects_flagged
                 .map_or("-".into(), |n| n.to_string()),

@@ -130,7 +130,12 @@ impl MemoryStore {
                 if slot.expires_at <= now {
                     slot.state = None;
                 }
-                slot.expires_at = algorithm::consume(&mut slot.state, now, &check.rate, check.cost);
+                let decayed = algorithm::consume(&mut slot.state, now, &check.rate, check.cost);
+                slot.expires_at = decayed.max(algorithm::decayed_at_slowest(
+                    &slot.state,
+                    &check.rate,
+                    check.slowest,
+                ));
             }
         }
         Ok(Applied { admitted, checks })

@@ -34,6 +34,10 @@ pub struct Check<'a> {
     /// Other rates to evaluate without consuming ("would this pass at that rate?"); the
     /// engine uses them to explain a denial. `None` means the same as `rate`.
     pub probes: [Option<Rate>; 2],
+    /// Requests per window at the smallest scale the limit can later be checked at (at least
+    /// 1). A `token_bucket` key is kept until it would have refilled at this rate, so a limit
+    /// that shrinks after the request never finds its usage expired early.
+    pub slowest: u64,
 }
 
 /// A request's checks: a handful, kept inline to spare the allocator on the hot path.
@@ -240,14 +244,14 @@ pub async fn open(
         StoreUrl::Redis(url) => RedisStore::connect(url, prefix, timeout)
             .map(Backend::Redis)
             .map_err(|source| OpenError::Redis {
-                url: url.clone(),
+                url: url::redacted(url),
                 source,
             }),
         StoreUrl::RedisCluster(nodes) => RedisStore::connect_cluster(nodes, prefix, timeout)
             .await
             .map(Backend::Redis)
             .map_err(|source| OpenError::Redis {
-                url: nodes.join(","),
+                url: url::redacted(&nodes.join(",")),
                 source,
             }),
         StoreUrl::RedisSentinel(url) => RedisStore::connect_sentinel(url, prefix, timeout)

@@ -58,9 +58,52 @@ impl StoreUrl {
     }
 }
 
+/// `url` as it may be shown in a log line or an error: a password (`user:password@`, or
+/// `:password@`) is written `***`, in every host of a comma-separated list.
+pub fn redacted(url: &str) -> String {
+    url.split(',')
+        .map(redacted_host)
+        .collect::<Vec<_>>()
+        .join(",")
+}
+
+/// One `[scheme://][user[:password]@]host[/path]`, its password hidden.
+fn redacted_host(part: &str) -> String {
+    let (scheme, rest) = match part.split_once("://") {
+        Some((scheme, rest)) => (format!("{scheme}://"), rest),
+        None => (String::new(), part),
+    };
+    // The authority ends at the first '/', '?' or '#'; credentials end at its last '@'.
+    let end = rest.find(['/', '?', '#']).unwrap_or(rest.len());
+    let (authority, tail) = rest.split_at(end);
+    match authority.rsplit_once('@') {
+        Some((credentials, host)) => match credentials.split_once(':') {
+            Some((user, _password)) => format!("{scheme}{user}:***@{host}{tail}"),
+            None => format!("{scheme}{credentials}@{host}{tail}"),
+        },
+        None => part.to_owned(),
+    }
+}
+
 #[cfg(test)]
 mod tests {
-    use super::{StoreUrl, StoreUrlError};
+    use super::{StoreUrl, StoreUrlError, redacted};
+
+    #[test]
+    fn passwords_are_never_shown() {
+        assert_eq!(
+            redacted("rediss://app:s3cret@h:6380/2"),
+            "rediss://app:***@h:6380/2"
+        );
+        assert_eq!(redacted("redis://:s3cret@h/0"), "redis://:***@h/0");
+        assert_eq!(redacted("redis://app@h/0"), "redis://app@h/0");
+        assert_eq!(redacted("redis://h:6379/0"), "redis://h:6379/0");
+        assert_eq!(
+            redacted("redis://u:p@w@h1:7000,redis://v:q@h2:7001"),
+            "redis://u:***@h1:7000,redis://v:***@h2:7001"
+        );
+        assert_eq!(redacted("memory://"), "memory://");
+    }
 
     #[test]
     fn each_scheme_names_its_backend() {

@@ -90,6 +90,10 @@ pub const BAD: &[(&str, &[&str])] = &[
         &["adaptive.load.high_factor: must be greater than 0 and at most 10"],
     ),
     (
+        "factor_override_out_of_range",
+        &["adaptive.load.factor_override: must be between 0 and 10"],
+    ),
+    (
         "bad_store_url",
         &[concat!(
             "store.url: unsupported store \"memcached://127.0.0.1:11211\" ",

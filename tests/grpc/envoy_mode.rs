@@ -70,7 +70,7 @@ async fn an_exact_value_wins_over_the_wildcard_and_zero_blocks() {
     assert_eq!(r.overall_code, OVER_LIMIT);
     assert_eq!(
         current(&r.statuses[0]),
-        Some((0, unit::SECOND, "remote_address_50.0.0.5".to_owned()))
+        Some((0, unit::SECOND, "remote_address_".to_owned()))
     );
     // Nothing of a blocked request is consumed, its other descriptors keep their quota.
     let both = s
@@ -453,4 +453,57 @@ async fn metrics_are_labelled_grpc_with_the_rule_and_domain() {
         ),
         "{metrics}"
     );
+}
+
+#[tokio::test]
+async fn unnamed_limits_show_addresses_as_underscores_and_zero_denies_every_request() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(
+        dir.path().join("addresses.yaml"),
+        r#"
+domain: addresses
+descriptors:
+  - key: client
+    value: 2001:db8::1
+    descriptors:
+      - key: path
+        value: /pay
+        rate_limit: { unit: minute, requests_per_unit: 3 }
+  - key: client
+    value: 192.0.2.1
+    rate_limit: { unit: minute, requests_per_unit: 0 }
+  - key: client
+    value: office
+    rate_limit: { unit: minute, requests_per_unit: 2 }
+"#,
+    )
+    .unwrap();
+    let s = start(policy_with(NATIVE_POLICY, Some(dir.path()))).await;
+    let r = s
+        .ask(one(
+            "addresses",
+            &[("client", "2001:db8::1"), ("path", "/pay")],
+        ))
+        .await;
+    assert_eq!(r.overall_code, OK);
+    assert_eq!(
+        current(&r.statuses[0]),
+        Some((3, unit::MINUTE, "client_.path_/pay".to_owned()))
+    );
+    // A value that is no address is kept.
+    let r = s.ask(one("addresses", &[("client", "office")])).await;
+    assert_eq!(
+        current(&r.statuses[0]),
+        Some((2, unit::MINUTE, "client_office".to_owned()))
+    );
+    // requests_per_unit: 0 denies every request of the descriptor, the first one included.
+    for _ in 0..3 {
+        let r = s.ask(one("addresses", &[("client", "192.0.2.1")])).await;
+        assert_eq!(r.overall_code, OVER_LIMIT);
+        assert_eq!(r.statuses[0].code, OVER_LIMIT);
+        assert_eq!(
+            current(&r.statuses[0]),
+            Some((0, unit::MINUTE, "client_".to_owned()))
+        );
+    }
 }

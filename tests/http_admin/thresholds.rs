@@ -253,3 +253,87 @@ async fn load_factor_override_applies_to_the_next_decision() {
     assert_eq!((&d["limit"], &d["remaining"]), (&json!(20), &json!(17)));
     assert_eq!(d["load_factor"], json!(1.0));
 }
+
+#[tokio::test]
+async fn a_load_denial_names_the_denying_limit_with_its_own_reduced_value() {
+    let h = harness(Some(TOKEN));
+    let reply = admin(
+        &h.app,
+        Method::PUT,
+        "/v1/admin/thresholds",
+        Some(r#"{"load_factor_override": 0.1}"#),
+    )
+    .await;
+    assert_eq!(reply.status, StatusCode::OK, "{}", reply.text);
+    // hourly 100 → 10, burst 20 → 2; a cost of 2 leaves hourly 8 and burst 0.
+    let d = crate::harness::check_with(
+        &h.app,
+        json!({"user": "carol", "endpoint": "/anywhere", "cost": 2}),
+    )
+    .await;
+    assert_eq!(d["allowed"], json!(true));
+    // A cost of 9 is over both; hourly is named first, burst heads the decision (0 left).
+    let body = json!({"user": "carol", "endpoint": "/anywhere", "cost": 9}).to_string();
+    let reply = send(&h.app, Method::POST, "/v1/check", None, Some(&body)).await;
+    assert_eq!(
+        reply.status,
+        StatusCode::TOO_MANY_REQUESTS,
+        "{}",
+        reply.text
+    );
+    assert_eq!(reply.json["reason"], "load");
+    assert_eq!(reply.json["violated-policies"], json!(["hourly", "burst"]));
+    assert_eq!(
+        reply.detail(),
+        "limit \"hourly\" is reduced to 10 while the service is under load"
+    );
+}
+
+#[tokio::test]
+async fn a_threshold_changed_live_applies_to_every_subjects_next_decision() {
+    use ratewarden::engine::SubjectStanding;
+    let h = harness(Some(TOKEN));
+    // Two subjects scored by the last cycle below the file's threshold (0.8), no flag held.
+    for (user, score) in [("mallory", 0.6), ("nina", 0.55)] {
+        h.engine.scale_factors().set_standing(
+            h.engine.hasher().user(user),
+            SubjectStanding {
+                abuse_score: score,
+                held_until: 0,
+            },
+        );
+    }
+    let scale_of = |d: &Value| d["scale"].as_f64().unwrap();
+    for user in ["mallory", "nina"] {
+        let d = check(&h.app, user, "/anywhere").await;
+        assert_eq!(scale_of(&d), 1.0, "{user}: {d}");
+    }
+    // Lowered: both are judged against their latest score at once, no control cycle needed.
+    let reply = admin(
+        &h.app,
+        Method::PUT,
+        "/v1/admin/thresholds",
+        Some(r#"{"anomaly_threshold": 0.5}"#),
+    )
+    .await;
+    assert_eq!(reply.status, StatusCode::OK, "{}", reply.text);
+    for user in ["mallory", "nina"] {
+        let d = check(&h.app, user, "/anywhere").await;
+        assert_eq!(scale_of(&d), 0.1, "{user}: {d}");
+        assert_eq!(d["limit"], json!(2), "{user}: burst 20 scaled by 0.1");
+    }
+    // Between the two scores: only the higher one stays flagged.
+    admin(
+        &h.app,
+        Method::PUT,
+        "/v1/admin/thresholds",
+        Some(r#"{"anomaly_threshold": 0.58}"#),
+    )
+    .await;
+    // (mallory's shrunk bucket of 2 is used up: the answer is a 429 that still shows the scale)
+    let body = json!({"user": "mallory", "endpoint": "/anywhere"}).to_string();
+    let reply = send(&h.app, Method::POST, "/v1/check", None, Some(&body)).await;
+    assert_eq!(reply.json["reason"], "anomaly", "{}", reply.text);
+    assert_eq!(scale_of(&reply.json), 0.1);
+    assert_eq!(scale_of(&check(&h.app, "nina", "/anywhere").await), 1.0);
+}

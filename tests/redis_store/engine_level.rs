@@ -57,15 +57,23 @@ fn limits_by_id(policy: &Policy) -> HashMap<String, Limit> {
         .collect()
 }
 
-/// How long a limit's state can matter after a request, at scale 1: a window, two for
-/// `sliding_window` (the previous window weighs on the next), a full refill for the buckets.
+/// The smallest scale the example policy can put on a limit: its `high_factor` (0.5) times its
+/// anomaly `factor` (0.1).
+const SLOWEST_SCALE: f64 = 0.05;
+
+/// How long a limit's state can matter after a request: a window, two for `sliding_window`
+/// (the previous window weighs on the next), a full refill for GCRA at scale 1 (its state is a
+/// time), and a full refill at the slowest scale for a token bucket (its usage refills at the
+/// rate in force when it is next checked).
 fn longest_life_ms(limit: &Limit) -> u64 {
     let rate = limit.base_rate();
     let micros = match rate.algorithm {
         Algorithm::SlidingLog | Algorithm::FixedWindow => rate.window,
         Algorithm::SlidingWindow => 2 * rate.window,
-        Algorithm::TokenBucket | Algorithm::Gcra => {
-            rate.burst * rate.window.div_ceil(rate.requests)
+        Algorithm::Gcra => rate.burst * rate.window.div_ceil(rate.requests),
+        Algorithm::TokenBucket => {
+            let slowest = limit.rate(SLOWEST_SCALE).requests.max(1);
+            rate.burst * rate.window.div_ceil(slowest)
         }
     };
     micros.div_ceil(1000)
@@ -215,10 +223,12 @@ pub async fn privacy_and_ttls() {
             ttl as u64 <= bound + 2,
             "{key}: PTTL {ttl} ms, longer than its state can matter ({bound} ms)"
         );
-        assert!(
-            ttl as u64 <= 2 * limit.window_micros() / 1000 + 2,
-            "{key}: PTTL {ttl} ms"
-        );
+        if limit.algorithm != Algorithm::TokenBucket {
+            assert!(
+                ttl as u64 <= 2 * limit.window_micros() / 1000 + 2,
+                "{key}: PTTL {ttl} ms"
+            );
+        }
     }
     assert_eq!(algorithms_seen.len(), 5, "{algorithms_seen:?}");
     assert!(keys.iter().any(|k| k == "rw:tiers"), "{keys:?}");
@@ -461,4 +471,72 @@ pub async fn engine_decides_alike() {
 fn clock_now(clock: &ManualClock) -> u64 {
     use ratewarden::clock::Clock;
     clock.now()
+}
+
+/// A token bucket of 10 every 10 s, scaled by a load factor that can fall to 0.5.
+const SHRINKING: &str = r#"
+default_tier: free
+tiers:
+  free:
+    limits: [ { name: bucket, algorithm: token_bucket, requests: 10, window: 10s, burst: 10 } ]
+default_endpoint:
+  limits: [ { name: endpoint, algorithm: fixed_window, requests: 1000, window: 1h } ]
+adaptive:
+  load: { high_factor: 0.5 }
+  anomaly: { factor: 1 }
+"#;
+
+/// The bucket is emptied at scale 1 (refill: one token a second, full in 10 s); then the load
+/// factor halves it (5, one token every 2 s). 12 s later it has refilled 6 of the 10 tokens
+/// used: 4 are still counted, 1 of 5 is left. A key kept only for the 10 s of a refill at
+/// scale 1 would have forgotten them and admitted 5.
+pub async fn bucket_usage_survives_a_smaller_scale() {
+    let server = RedisServer::start();
+    let clock = ManualClock::starting_at(crate::common::START);
+    let policy = || Policy::from_yaml(SHRINKING, Path::new(".")).unwrap();
+    let hasher = || SubjectHasher::from_secret(SECRET);
+    let memory = Engine::new(
+        policy(),
+        MemoryStore::new(Arc::new(clock.clone()), 1_000),
+        hasher(),
+    );
+    let redis = Engine::new(policy(), redis_store(&server, "rw", &clock), hasher());
+    let mut first = CheckRequest::new("erin", "/anything");
+    first.cost = Cost::new(10).unwrap();
+    let mut second = CheckRequest::new("erin", "/anything");
+    second.cost = Cost::new(2).unwrap();
+    let d = decide(&memory, &first).await;
+    assert!(d.allowed && d.remaining == Some(0), "{d:?}");
+    let d = decide(&redis, &first).await;
+    assert!(d.allowed && d.remaining == Some(0), "{d:?}");
+
+    // Redis keeps the key for a full refill at the slowest rate (5 per 10 s): 20 s.
+    let keys = server.keys();
+    let bucket = keys
+        .iter()
+        .find(|k| k.ends_with(":t:free:bucket"))
+        .unwrap_or_else(|| panic!("{keys:?}"));
+    let ttl: u64 = server.cli(&["PTTL", bucket]).trim().parse().unwrap();
+    assert!((19_000..=20_000).contains(&ttl), "PTTL {ttl} ms");
+
+    clock.advance(Duration::from_secs(12));
+    for (name, d) in [
+        ("memory", {
+            memory.scale_factors().set_load_factor(0.5);
+            decide(&memory, &second).await
+        }),
+        ("redis", {
+            redis.scale_factors().set_load_factor(0.5);
+            decide(&redis, &second).await
+        }),
+    ] {
+        assert!(!d.allowed, "{name}: {d:?}");
+        assert_eq!(d.reason, Some(Reason::Load), "{name}");
+        assert_eq!((d.limit, d.remaining), (Some(5), Some(1)), "{name}");
+    }
+    // One token fits.
+    let mut one = CheckRequest::new("erin", "/anything");
+    one.cost = Cost::ONE;
+    assert!(decide(&memory, &one).await.allowed);
+    assert!(decide(&redis, &one).await.allowed);
 }

@@ -61,7 +61,8 @@ impl Reference {
         if admitted && !request.dry_run {
             for c in &request.checks {
                 let mut state = self.live(c.subject, c.limit.name, now);
-                let decays_at = algorithm::consume(&mut state, now, &c.rate, c.cost);
+                let decays_at = algorithm::consume(&mut state, now, &c.rate, c.cost)
+                    .max(algorithm::decayed_at_slowest(&state, &c.rate, c.slowest));
                 let slot = (c.subject, c.limit.name.to_owned());
                 self.slots.insert(slot, (state, decays_at));
                 written.push(Written {

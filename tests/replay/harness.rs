@@ -57,6 +57,24 @@ pub fn replay(args: &[&str], env: &[(&str, &str)]) -> Run {
     }
 }
 
+/// `ratewarden replay --policy POLICY --log LOG EXTRA... --report` into `dir`, which must
+/// succeed: the report and the table.
+pub fn replay_report(dir: &Path, policy: &Path, log: &Path, extra: &[&str]) -> (Value, String) {
+    let report = dir.join("report.json");
+    let mut args = vec![
+        "--policy",
+        policy.to_str().unwrap(),
+        "--log",
+        log.to_str().unwrap(),
+        "--report",
+        report.to_str().unwrap(),
+    ];
+    args.extend_from_slice(extra);
+    let run = replay(&args, &[]);
+    run.assert_ok();
+    (read_json(&report), run.stdout)
+}
+
 pub fn read_json(path: &Path) -> Value {
     let text = std::fs::read_to_string(path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
     serde_json::from_str(&text).expect("valid JSON")

@@ -3,7 +3,7 @@
 //! a file of garbage, a missing file and an unreadable policy exit non-zero with a clear
 //! message. Arbitrary text never panics a parser.
 
-use super::harness::{example_policy, read_json, replay};
+use super::harness::{example_policy, read_json, replay, replay_report};
 use proptest::prelude::*;
 use ratewarden::replay::{parse_combined_line, parse_jsonl_line};
 use std::io::Write;
@@ -304,9 +304,69 @@ fn an_empty_file_a_missing_file_and_a_bad_policy_exit_non_zero_with_a_clear_mess
         &[],
     )
     .assert_fails_with(&format!(
-        "error: {} is a combined log, which carries no X-Api-Key header (only Referer and User-Agent): use --subject ip or user",
+        "error: --subject header:X-Api-Key reads the `headers` object of JSON lines, and {} is a combined log, which logs no request headers by name: use --subject ip or user, or a jsonl log",
         good.display()
     ));
+}
+
+#[test]
+fn a_header_subject_is_refused_for_combined_logs_before_reading() {
+    let dir = tempfile::tempdir().unwrap();
+    let policy = example_policy();
+    // With --format combined nothing is opened: the file does not even exist.
+    let missing = dir.path().join("not-there.log");
+    replay(
+        &[
+            "--policy",
+            policy.to_str().unwrap(),
+            "--log",
+            missing.to_str().unwrap(),
+            "--format",
+            "combined",
+            "--subject",
+            "header:User-Agent",
+        ],
+        &[],
+    )
+    .assert_fails_with(&format!(
+        "error: --subject header:User-Agent reads the `headers` object of JSON lines, and {} is a combined log, which logs no request headers by name: use --subject ip or user, or a jsonl log",
+        missing.display()
+    ));
+}
+
+#[test]
+fn a_jsonl_line_without_the_subject_header_is_unparsable() {
+    let dir = tempfile::tempdir().unwrap();
+    let policy = example_policy();
+    let log = dir.path().join("headers.jsonl");
+    std::fs::write(
+        &log,
+        concat!(
+            r#"{"ts": 1795334400, "user": "u1", "endpoint": "/a", "headers": {"X-Api-Key": "k1"}}"#,
+            "\n",
+            r#"{"ts": 1795334401, "user": "u2", "endpoint": "/a"}"#,
+            "\n",
+            r#"{"ts": 1795334402, "user": "u3", "endpoint": "/a", "headers": {"x-api-key": "k2"}}"#,
+            "\n",
+        ),
+    )
+    .unwrap();
+    let (report, _) = replay_report(
+        dir.path(),
+        &policy,
+        &log,
+        &["--subject", "header:x-API-key"],
+    );
+    assert_eq!(report["lines_skipped"], 1, "{report:#}");
+    assert_eq!(report["summary"]["requests"], 2);
+    assert_eq!(report["summary"]["subjects"], 2);
+    assert_eq!(report["subject_fallbacks"], 0);
+    let example = &report["skipped_examples"][0];
+    assert_eq!(example["line"], 2);
+    assert_eq!(
+        example["problem"],
+        "no `headers.x-API-key`, and --subject header:x-API-key needs it"
+    );
 }
 
 #[test]
@@ -372,4 +432,58 @@ fn gzip_and_rfc3339_times_replay_like_plain_numeric_lines() {
     let by_header = summary_of(&gz_path, "header:X-Api-Key");
     assert_eq!(by_header["summary"]["subjects"], 2);
     assert_eq!(by_header["subject"], "header:X-Api-Key");
+}
+
+/// `load` denials appear in a replay only when the policy pins the load factor.
+#[test]
+fn load_denials_appear_only_under_a_pinned_load_factor() {
+    let dir = tempfile::tempdir().unwrap();
+    let log = dir.path().join("steady.jsonl");
+    // One user, 8 requests in a minute on a rule of 10 a minute.
+    let lines: String = (0..8)
+        .map(|i| {
+            format!(
+                "{{\"ts\": {}, \"user\": \"u1\", \"endpoint\": \"/api/export\"}}\n",
+                1_795_334_400 + i
+            )
+        })
+        .collect();
+    std::fs::write(&log, lines).unwrap();
+    let base = r#"
+default_tier: free
+tiers:
+  free:
+    limits: [ { name: hourly, algorithm: fixed_window, requests: 1000, window: 1h } ]
+endpoints:
+  - path: /api/export
+    limits: [ { name: export, algorithm: fixed_window, requests: 10, window: 1m } ]
+default_endpoint:
+  limits: [ { name: endpoint, algorithm: fixed_window, requests: 100, window: 1m } ]
+"#;
+    let run_with = |policy_text: &str| {
+        let policy = dir.path().join("policy.yaml");
+        std::fs::write(&policy, policy_text).unwrap();
+        replay_report(dir.path(), &policy, &log, &[])
+    };
+    let (report, stdout) = run_with(base);
+    assert_eq!(report["load_factor"], 1.0);
+    assert_eq!(report["summary"]["denied"], 0, "{report:#}");
+    assert!(
+        stdout.contains("load factor 1 (a log has no CPU"),
+        "{stdout}"
+    );
+
+    let pinned = format!("{base}adaptive:\n  load:\n    factor_override: 0.5\n");
+    let (report, stdout) = run_with(&pinned);
+    assert_eq!(report["load_factor"], 0.5);
+    // export: 10 → 5 a minute; 3 of the 8 denied, for load.
+    assert_eq!(report["summary"]["denied"], 3, "{report:#}");
+    assert_eq!(
+        report["summary"]["denied_by_reason"]["load"], 3,
+        "{report:#}"
+    );
+    assert!(
+        stdout.contains("load factor 0.5 (adaptive.load.factor_override)"),
+        "{stdout}"
+    );
 }

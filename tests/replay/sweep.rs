@@ -18,6 +18,7 @@ struct Count {
     reasons: BTreeMap<String, u64>,
     abuse: u64,
     abuse_denied: u64,
+    abuse_anomaly_denied: u64,
     normal: u64,
     normal_denied: u64,
     anomaly_denied_subjects: HashSet<String>,
@@ -80,6 +81,7 @@ fn sweep_rows_match_a_direct_count_of_the_decisions_and_the_plot_is_a_png() {
             Some("abuse") => {
                 c.abuse += 1;
                 c.abuse_denied += u64::from(denied);
+                c.abuse_anomaly_denied += u64::from(anomaly);
             }
             Some("normal") => {
                 c.normal += 1;
@@ -119,7 +121,9 @@ fn sweep_rows_match_a_direct_count_of_the_decisions_and_the_plot_is_a_png() {
         assert_eq!(row["anomaly_denied"], c.anomaly, "{row}");
         assert_eq!(printed[2], c.anomaly.to_string());
         assert_eq!(printed[3], pct(c.abuse_denied, c.abuse));
-        assert_eq!(printed[4], pct(c.normal_denied, c.normal));
+        // Beside the share denied for any reason, the share denied for anomaly alone.
+        assert_eq!(printed[4], pct(c.abuse_anomaly_denied, c.abuse));
+        assert_eq!(printed[5], pct(c.normal_denied, c.normal));
         let share = |v: &Value| v.as_f64().unwrap();
         assert!(
             (share(&row["abuse_denied_share"]) - c.abuse_denied as f64 / c.abuse as f64).abs()
@@ -131,7 +135,13 @@ fn sweep_rows_match_a_direct_count_of_the_decisions_and_the_plot_is_a_png() {
         );
         // Flags are not per request, but every subject denied for anomaly was flagged.
         assert_eq!(printed[1], row["subjects_flagged"].to_string());
-        assert_eq!(printed[5], row["normal_subjects_flagged"].to_string());
+        assert_eq!(printed[6], row["normal_subjects_flagged"].to_string());
+        assert!(
+            (share(&row["abuse_denied_anomaly_share"])
+                - c.abuse_anomaly_denied as f64 / c.abuse as f64)
+                .abs()
+                < 1e-12
+        );
         assert!(
             row["subjects_flagged"].as_u64().unwrap() >= c.anomaly_denied_subjects.len() as u64
         );

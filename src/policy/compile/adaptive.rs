@@ -38,7 +38,14 @@ fn load(e: &mut Errors, raw: RawLoad) -> LoadSettings {
     e.unknown_keys(
         "adaptive.load",
         &raw.unknown,
-        &["high", "low", "high_factor", "low_factor", "smoothing"],
+        &[
+            "high",
+            "low",
+            "high_factor",
+            "low_factor",
+            "smoothing",
+            "factor_override",
+        ],
     );
     let before = e.len();
     let high = e.number("adaptive.load.high", &raw.high, 0.8, unit_interval);
@@ -58,6 +65,12 @@ fn load(e: &mut Errors, raw: RawLoad) -> LoadSettings {
         smoothing: e.number("adaptive.load.smoothing", &raw.smoothing, 0.3, |x| {
             (!(x > 0.0 && x <= 1.0)).then_some("must be greater than 0 and at most 1")
         }),
+        factor_override: match raw.factor_override {
+            None | Some(serde_yaml_ng::Value::Null) => None,
+            ref leaf => Some(e.number("adaptive.load.factor_override", leaf, 1.0, |x| {
+                (!(0.0..=10.0).contains(&x)).then_some("must be between 0 and 10")
+            })),
+        },
     }
 }
 

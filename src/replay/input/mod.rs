@@ -79,9 +79,27 @@ pub enum ReadError {
         error: std::io::Error,
     },
     #[error(
-        "{path} is a combined log, which carries no {header} header (only Referer and User-Agent): use --subject ip or user"
+        "--subject header:{header} reads the `headers` object of JSON lines, and {path} is a combined log, which logs no request headers by name: use --subject ip or user, or a jsonl log"
     )]
     HeaderNotLogged { path: PathBuf, header: String },
+}
+
+/// `--format combined` with `--subject header:NAME`: a combined log names no header, so this is
+/// refused before any file is opened (with `--format auto`, at a combined file's first line).
+pub fn refuse_header_for_combined(
+    paths: &[PathBuf],
+    format: Format,
+    subject: Option<&SubjectChoice>,
+) -> Result<(), ReadError> {
+    match (format, subject, paths.first()) {
+        (Format::Combined, Some(SubjectChoice::Header(name)), Some(path)) => {
+            Err(ReadError::HeaderNotLogged {
+                path: path.clone(),
+                header: name.clone(),
+            })
+        }
+        _ => Ok(()),
+    }
 }
 
 /// Reads every file, then puts the records in time order (files may come in any order).
@@ -92,6 +110,7 @@ pub fn read_logs(
     subject: Option<&SubjectChoice>,
     read: &Arc<AtomicU64>,
 ) -> Result<Traffic, ReadError> {
+    refuse_header_for_combined(paths, format, subject)?;
     let mut traffic = Traffic::default();
     for (index, path) in paths.iter().enumerate() {
         read_file(
@@ -203,8 +222,8 @@ impl FileRead<'_> {
     }
 
     /// The file's format, told by its first line when `--format` is `auto`: JSON lines start
-    /// with `{`. A combined log must carry the header `--subject` names: checked once, at
-    /// that first line.
+    /// with `{`. `--subject header:NAME` refuses a combined log there, before its first
+    /// record.
     fn format_of(&mut self, text: &str) -> Result<Format, ReadError> {
         let format = *self
             .format
@@ -220,12 +239,10 @@ impl FileRead<'_> {
                 "combined"
             });
             if let (Format::Combined, Some(SubjectChoice::Header(name))) = (format, self.subject) {
-                if combined_header(name).is_none() {
-                    return Err(ReadError::HeaderNotLogged {
-                        path: self.path.to_path_buf(),
-                        header: name.clone(),
-                    });
-                }
+                return Err(ReadError::HeaderNotLogged {
+                    path: self.path.to_path_buf(),
+                    header: name.clone(),
+                });
             }
         }
         Ok(format)
@@ -237,23 +254,6 @@ impl FileRead<'_> {
     }
 }
 
-/// The headers a combined log carries.
-#[derive(Clone, Copy)]
-enum CombinedHeader {
-    Referer,
-    UserAgent,
-}
-
-fn combined_header(name: &str) -> Option<CombinedHeader> {
-    if name.eq_ignore_ascii_case("user-agent") {
-        Some(CombinedHeader::UserAgent)
-    } else if name.eq_ignore_ascii_case("referer") {
-        Some(CombinedHeader::Referer)
-    } else {
-        None
-    }
-}
-
 fn from_combined(
     text: &str,
     subject: Option<&SubjectChoice>,
@@ -262,15 +262,11 @@ fn from_combined(
     number: u64,
 ) -> Result<(), String> {
     let line = parse_combined_line(text).map_err(|e| e.to_string())?;
-    // An absent user or header falls back to the address, as forward auth does.
+    // An absent user falls back to the address, as forward auth does (a header subject never
+    // gets here: it is refused for combined logs).
     let chosen = match subject {
-        None | Some(SubjectChoice::Ip) => Some(line.address),
+        None | Some(SubjectChoice::Ip) | Some(SubjectChoice::Header(_)) => Some(line.address),
         Some(SubjectChoice::User) => line.user,
-        Some(SubjectChoice::Header(name)) => match combined_header(name) {
-            Some(CombinedHeader::UserAgent) => line.user_agent,
-            Some(CombinedHeader::Referer) => line.referer,
-            None => None,
-        },
     };
     traffic.fallbacks += u64::from(chosen.is_none());
     let parsed = Parsed {
@@ -301,12 +297,13 @@ fn from_jsonl(
             Some((text, _)) => text.as_ref(),
             None => return Err("no `ip`, and --subject ip needs one".into()),
         },
+        // A line without the header has no subject: it is unparsable.
         Some(SubjectChoice::Header(name)) => match line.header(name) {
             Some(value) if !value.is_empty() => value,
-            // The `user` field is what the application named: the fallback.
             _ => {
-                traffic.fallbacks += 1;
-                line.user.as_ref()
+                return Err(format!(
+                    "no `headers.{name}`, and --subject header:{name} needs it"
+                ));
             }
         },
     };

@@ -8,9 +8,11 @@
 -- ARGV[1]  mode: "apply" (consume if every enforced limit passes), "dry" (evaluate only),
 --          "refund" (undo a consumption made at ARGV[2])
 -- ARGV[2]  now in microseconds since the epoch, or 0 for the server's TIME
--- ARGV[3]  number of checks; then 10 values per check:
+-- ARGV[3]  number of checks; then 11 values per check:
 --          algorithm, window, requests, burst, cost, enforce (1/0),
---          probe 1 requests, probe 1 burst, probe 2 requests, probe 2 burst (-1: no probe)
+--          probe 1 requests, probe 1 burst, probe 2 requests, probe 2 burst (-1: no probe),
+--          slowest: requests per window at the smallest scale the limit can take (a
+--          token_bucket key lives until it would have refilled at that rate)
 -- KEYS     one key per check; a sliding_log check has a second key (its running total)
 --
 -- Returns {admitted, now, then 7 values per check: allowed, limit, remaining, reset_after,
@@ -144,7 +146,10 @@ local function bucket_consume(c, st, now, cost)
   local used, last = refilled(st, now, iv)
   used = used + cost
   redis.call('SET', c.key, 'T ' .. num(used) .. ' ' .. num(last))
-  return last + used * iv
+  -- Kept until refilled at the slowest rate the limit can take: a limit scaled down later
+  -- refills slower, and must still find the usage.
+  local slow = interval(c.w, math.max(c.slow, 1)) or c.w
+  return last + used * math.max(iv, slow)
 end
 
 -- gcra -----------------------------------------------------------------------------------
@@ -297,12 +302,12 @@ end
 local n = tonumber(ARGV[3])
 local checks, out, admitted, k = {}, {0, now}, 1, 1
 for i = 1, n do
-  local b = 3 + (i - 1) * 10
+  local b = 3 + (i - 1) * 11
   local c = {
     alg = tonumber(ARGV[b + 1]), w = tonumber(ARGV[b + 2]), req = tonumber(ARGV[b + 3]),
     burst = tonumber(ARGV[b + 4]), cost = tonumber(ARGV[b + 5]), enforce = ARGV[b + 6] == '1',
     p1r = tonumber(ARGV[b + 7]), p1b = tonumber(ARGV[b + 8]),
-    p2r = tonumber(ARGV[b + 9]), p2b = tonumber(ARGV[b + 10]),
+    p2r = tonumber(ARGV[b + 9]), p2b = tonumber(ARGV[b + 10]), slow = tonumber(ARGV[b + 11]),
     key = KEYS[k],
   }
   k = k + 1

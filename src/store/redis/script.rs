@@ -40,7 +40,7 @@ pub fn encode(
     now: Micros,
 ) -> (Vec<String>, Vec<String>) {
     let mut keys = Vec::with_capacity(checks.len() + 1);
-    let mut args = Vec::with_capacity(3 + 10 * checks.len());
+    let mut args = Vec::with_capacity(3 + 11 * checks.len());
     let (mode, at) = match mode {
         Mode::Apply => ("apply", now),
         Mode::Dry => ("dry", now),
@@ -72,6 +72,7 @@ pub fn encode(
             p1b.to_string(),
             p2r.to_string(),
             p2b.to_string(),
+            check.slowest.to_string(),
         ]);
     }
     (keys, args)

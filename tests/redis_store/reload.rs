@@ -1,0 +1,89 @@
+//! The Lua precision warning (requests × window at or beyond 2^53 µs) is logged for a policy
+//! reloaded on a Redis store, not only for the one the daemon starts with.
+
+use crate::common::redis::RedisServer;
+use ratewarden::control::ModelSlot;
+use ratewarden::engine::{Engine, SubjectHasher};
+use ratewarden::policy::Policy;
+use ratewarden::reload::{Reloader, inexact_limits};
+use ratewarden::store::{Backend, RedisStore};
+use std::io::Write;
+use std::path::Path;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+const EXACT: &str = r#"
+default_tier: free
+tiers:
+  free:
+    limits: [ { name: hourly, algorithm: sliding_log, requests: 100, window: 1h } ]
+default_endpoint:
+  limits: [ { name: endpoint, algorithm: fixed_window, requests: 50, window: 1m } ]
+"#;
+
+/// A log sink the test reads back.
+#[derive(Clone, Default)]
+struct Logs(Arc<Mutex<Vec<u8>>>);
+
+impl Write for Logs {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        self.0.lock().unwrap().extend_from_slice(buf);
+        Ok(buf.len())
+    }
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
+
+#[tokio::test]
+async fn a_reloaded_policy_beyond_luas_precision_is_warned_about() {
+    let server = RedisServer::start();
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("policy.yaml");
+    std::fs::write(&path, EXACT).unwrap();
+    let policy = Policy::from_yaml(EXACT, dir.path()).unwrap();
+    assert_eq!(inexact_limits(&policy).count(), 0);
+    let store = RedisStore::connect(&server.url(), "rw", Duration::from_secs(2)).unwrap();
+    let engine = Arc::new(Engine::new(
+        policy,
+        Backend::Redis(store),
+        SubjectHasher::from_secret("reload test"),
+    ));
+    let reloader = Reloader::new(
+        path.clone(),
+        engine.clone(),
+        Arc::new(ModelSlot::new(engine.metrics().clone())),
+    );
+
+    // 10^9 requests a day: 10^9 × 8.64 × 10^10 µs is far beyond 2^53.
+    let huge = EXACT.replace(
+        "requests: 50, window: 1m",
+        "requests: 1000000000, window: 1d",
+    );
+    assert_eq!(
+        inexact_limits(&Policy::from_yaml(&huge, Path::new(".")).unwrap())
+            .map(|l| l.name.as_str())
+            .collect::<Vec<_>>(),
+        ["endpoint"]
+    );
+    std::fs::write(&path, &huge).unwrap();
+    let logs = Logs::default();
+    let sink = logs.clone();
+    let subscriber = tracing_subscriber::fmt()
+        .with_writer(move || sink.clone())
+        .with_ansi(false)
+        .finish();
+    tracing::subscriber::with_default(subscriber, || reloader.reload("test").unwrap());
+    let text = String::from_utf8(logs.0.lock().unwrap().clone()).unwrap();
+    let warnings: Vec<&str> = text
+        .lines()
+        .filter(|l| l.contains("beyond what Redis's Lua computes exactly"))
+        .collect();
+    assert_eq!(warnings.len(), 1, "{text}");
+    assert!(warnings[0].contains("WARN"), "{text}");
+    assert!(text.contains("policy reloaded"), "{text}");
+    assert_eq!(
+        engine.policy().default_endpoint.limits[0].requests.get(),
+        1_000_000_000
+    );
+}
