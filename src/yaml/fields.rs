@@ -32,6 +32,11 @@ impl Errors {
         self.0.len()
     }
 
+    /// Whether no error was found so far.
+    pub fn is_empty(&self) -> bool {
+        self.0.is_empty()
+    }
+
     pub fn finish<T>(self, value: T) -> Result<T, PolicyErrors> {
         if self.0.is_empty() {
             Ok(value)
