@@ -23,7 +23,7 @@ use connection::{Connection, is_noscript};
 use redis::{Cmd, ErrorKind, Pipeline, ServerErrorKind};
 use script::{Mode, SOURCE};
 use std::sync::Arc;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 /// Batch items that share one `store.timeout` of deadline.
@@ -51,6 +51,9 @@ pub struct RedisStore {
     /// When a lookup of this store (and its clones) last refreshed the tier hash's TTL, in µs
     /// (0: never).
     tiers_kept_at: Arc<AtomicU64>,
+    /// Whether the control loop's scripts are known to be loaded (reset when Redis says
+    /// NOSCRIPT: the next control call loads them again).
+    control_scripts_loaded: Arc<AtomicBool>,
 }
 
 impl RedisStore {
@@ -97,6 +100,7 @@ impl RedisStore {
             sha: redis::Script::new(SOURCE).get_hash().to_owned(),
             clock: None,
             tiers_kept_at: Arc::new(AtomicU64::new(0)),
+            control_scripts_loaded: Arc::new(AtomicBool::new(false)),
         }
     }
 
