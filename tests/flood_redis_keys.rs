@@ -13,7 +13,10 @@ use std::time::{Duration, Instant};
 const SUBJECTS: u64 = 50_000;
 const BATCH: u64 = 1_000;
 
+/// The policy, with the shipped model: the control loop shares activity only when a model
+/// reads it.
 fn policy(url: &str) -> String {
+    let model = concat!(env!("CARGO_MANIFEST_DIR"), "/models/abuse.json");
     format!(
         "store: {{ url: \"{url}\", on_error: deny, timeout: 1s, key_prefix: flood }}
 default_tier: t
@@ -30,6 +33,7 @@ default_endpoint:
   limits: [ {{ name: endpoint, algorithm: gcra, requests: 50, window: 1m }} ]
 adaptive:
   interval: 1s
+  anomaly: {{ model: \"{model}\" }}
 "
     )
 }

@@ -37,6 +37,12 @@ impl FleetControl {
         self.leader
     }
 
+    /// Stops scoring for the fleet without a word to the store (no model: nothing to score);
+    /// the lease expires by itself, and a later cycle takes the standings over again.
+    pub fn step_down(&mut self) {
+        self.leader = false;
+    }
+
     /// One cycle's shared part; `None` when the store failed (the last standings stay).
     pub async fn cycle(
         &mut self,

@@ -122,7 +122,18 @@ impl ControlLoop {
             leader: true,
             ..CycleReport::default()
         };
-        let verdict = match &mut self.fleet {
+        // With no model nothing reads the fleet's activity or standings (nobody is scored):
+        // the shared store is left alone, and this daemon keeps its own window for the
+        // observed features it reports. A lease it held expires by itself.
+        let fleet = match &mut self.fleet {
+            Some(fleet) if self.model.get().is_some() => Some(fleet),
+            Some(fleet) => {
+                fleet.step_down();
+                None
+            }
+            None => None,
+        };
+        let verdict = match fleet {
             None => Some(on_blocking_thread(|| {
                 for (subject, activity) in &pending {
                     self.window.add(*subject, now, activity);

@@ -18,6 +18,7 @@ use std::future::Future;
 pub use memory::MemoryStore;
 pub use redis::{
     ActivityCounts, ActivityDelta, RedisStore, SentinelUrl, SharedTotals, TIER_STORE_TTL,
+    TIER_TTL_REFRESH,
 };
 pub use settings::{OnError, StoreSettings};
 pub use url::{StoreUrl, StoreUrlError};

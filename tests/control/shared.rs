@@ -1,6 +1,6 @@
 //! Two daemons' control loops on one real Redis: one holds the lease and scores, the other
 //! adopts its standings; both see the same features for a subject whose traffic they split.
-//! Every key the control loop writes has a TTL.
+//! Every key the control loop writes has a TTL. With no model, the loop sends Redis nothing.
 
 use super::cycle::Scripted;
 use crate::common::START;
@@ -50,9 +50,10 @@ fn daemon_on(
     (engine, control)
 }
 
+/// A daemon with the shipped model: fleet mode shares activity only when a model reads it.
 fn daemon(server: &RedisServer, clock: &ManualClock) -> (Arc<Engine<Backend>>, ControlLoop) {
     let store = RedisStore::connect(&server.url(), "rw", Duration::from_secs(2)).unwrap();
-    daemon_on(store, POLICY, clock, false)
+    daemon_on(store, POLICY, clock, true)
 }
 
 async fn send(engine: &Engine<Backend>, user: &str, endpoint: &str, ip: &str, n: usize) {
@@ -122,7 +123,7 @@ async fn the_fleet_state_works_on_a_redis_cluster_too() {
         let store = RedisStore::connect_cluster(&cluster.node_urls(), "rw", Duration::from_secs(2))
             .await
             .unwrap();
-        daemons.push(daemon_on(store, POLICY, &clock, false));
+        daemons.push(daemon_on(store, POLICY, &clock, true));
     }
     // Subjects land in different slots (their hashes are the hash tags).
     let users: Vec<String> = (0..20).map(|i| format!("user-{i}")).collect();
@@ -199,5 +200,69 @@ async fn two_daemons_agree_on_an_abusers_score_flag_and_scale() {
         request.ip = Some("10.9.9.9".parse().unwrap());
         let decision = engine.check(&request).await.unwrap();
         assert_eq!(decision.scale, 0.1, "both daemons shrink mallory");
+    }
+}
+
+/// `INFO commandstats` as (command, calls), the test's own INFO and CONFIG left out.
+fn command_calls(server: &RedisServer) -> Vec<(String, u64)> {
+    server
+        .cli(&["INFO", "commandstats"])
+        .lines()
+        .filter_map(|line| {
+            let (name, stats) = line.strip_prefix("cmdstat_")?.split_once(':')?;
+            let calls = stats
+                .strip_prefix("calls=")?
+                .split(',')
+                .next()?
+                .parse()
+                .ok()?;
+            Some((name.to_owned(), calls))
+        })
+        .filter(|(name, _)| name != "info" && !name.starts_with("config"))
+        .collect()
+}
+
+#[tokio::test]
+async fn with_no_model_the_control_loop_sends_redis_nothing() {
+    let server = RedisServer::start();
+    let clock = ManualClock::starting_at(START);
+    let mut daemons = Vec::new();
+    for _ in 0..2 {
+        let store = RedisStore::connect(&server.url(), "rw", Duration::from_secs(2)).unwrap();
+        daemons.push(daemon_on(store, POLICY, &clock, false));
+    }
+    for round in 0..4 {
+        for (i, (engine, _)) in daemons.iter().enumerate() {
+            for user in 0..50 {
+                send(engine, &format!("user-{user}"), "/a", "192.0.2.1", 1).await;
+            }
+            send(engine, "carol", &format!("/{round}-{i}"), "198.51.100.1", 5).await;
+        }
+        // Only decisions so far; the cycles that follow must add no command at all.
+        let before = command_calls(&server);
+        assert!(
+            before.iter().any(|(name, _)| name == "evalsha"),
+            "{before:?}"
+        );
+        clock.advance(Duration::from_secs(1));
+        for (_, control) in &mut daemons {
+            let report = control.cycle().await;
+            assert!(!report.leader, "no model: nobody leads the fleet");
+        }
+        assert_eq!(
+            command_calls(&server),
+            before,
+            "round {round}: cycles sent commands"
+        );
+    }
+    // The daemons still report what they saw themselves.
+    let carol = daemons[0].0.hasher().user("carol");
+    let seen = daemons[0].0.scale_factors().observed(carol).expect("seen");
+    assert_eq!(seen.requests, 20);
+    for key in server.keys() {
+        assert!(
+            !key.contains("{control}") && !key.contains(":a:"),
+            "fleet key {key}"
+        );
     }
 }

@@ -3,11 +3,13 @@
 //! leader's published standings. Every key carries a TTL; keys hold only hashes.
 
 use super::RedisStore;
+use super::connection::is_noscript;
 use super::counts::{ActivityCounts, ActivityDelta, SharedTotals};
 use crate::clock::Micros;
 use crate::limit::KeyHash;
 use crate::store::StoreError;
 use redis::{Cmd, Pipeline};
+use std::sync::atomic::Ordering;
 use std::time::Duration;
 
 const FLUSH: &str = include_str!("activity_flush.lua");
@@ -34,14 +36,42 @@ impl RedisStore {
         [base.clone(), format!("{base}:e"), format!("{base}:i")]
     }
 
-    /// Loads the control scripts (on every primary of a cluster) so EVALSHA finds them.
+    /// Loads the control scripts (on every primary of a cluster) so EVALSHA finds them: once,
+    /// and again after Redis said NOSCRIPT (see [`Self::noting_noscript`]), not every cycle.
     async fn load_control_scripts(&self) -> Result<(), StoreError> {
-        for source in [FLUSH, READ, LEASE, PUBLISH] {
+        if self.control_scripts_loaded.load(Ordering::Relaxed) {
+            return Ok(());
+        }
+        let loads = [FLUSH, READ, LEASE, PUBLISH].map(|source| {
             let mut cmd = redis::cmd("SCRIPT");
             cmd.arg("LOAD").arg(source);
-            self.conn.query::<redis::Value>(&cmd, self.timeout).await?;
+            cmd
+        });
+        if self.conn.is_cluster() {
+            // A cluster connection sends SCRIPT LOAD to every primary, one command at a time.
+            for cmd in &loads {
+                self.conn.query::<redis::Value>(cmd, self.timeout).await?;
+            }
+        } else {
+            let mut pipe = Pipeline::new();
+            for cmd in loads {
+                pipe.add_command(cmd).ignore();
+            }
+            self.conn.pipeline::<()>(&pipe, self.timeout).await?;
         }
+        self.control_scripts_loaded.store(true, Ordering::Relaxed);
         Ok(())
+    }
+
+    /// A control call's result; a NOSCRIPT (Redis restarted or flushed its scripts) makes the
+    /// next call load the scripts again, so one cycle fails and the next one works.
+    fn noting_noscript<T>(&self, result: Result<T, StoreError>) -> Result<T, StoreError> {
+        if let Err(error) = &result {
+            if is_noscript(error) {
+                self.control_scripts_loaded.store(false, Ordering::Relaxed);
+            }
+        }
+        result
     }
 
     /// Runs commands in one pipeline, or (on a cluster, where a pipeline must not cross slots)
@@ -118,7 +148,8 @@ impl RedisStore {
             let mut expire = redis::cmd("PEXPIRE");
             expire.arg(&active).arg(&ttl_ms);
             cmds.push(expire);
-            self.run_many(cmds).await?;
+            let flushed = self.run_many(cmds).await;
+            self.noting_noscript(flushed)?;
         }
         Ok(())
     }
@@ -159,7 +190,8 @@ impl RedisStore {
                     Self::evalsha(READ, &keys, Vec::new())
                 })
                 .collect();
-            for reply in self.run_many(cmds).await? {
+            let replies = self.run_many(cmds).await;
+            for reply in self.noting_noscript(replies)? {
                 let redis::Value::Array(reply) = reply else {
                     return Err(StoreError::Unavailable("unexpected activity reply".into()));
                 };
@@ -181,7 +213,8 @@ impl RedisStore {
             &[self.control_key("leader")],
             vec![id.to_owned(), ttl.as_millis().max(1).to_string()],
         );
-        let held: i64 = self.conn.query(&cmd, self.timeout).await?;
+        let held = self.conn.query::<i64>(&cmd, self.timeout).await;
+        let held = self.noting_noscript(held)?;
         Ok(held == 1)
     }
 
@@ -217,7 +250,8 @@ impl RedisStore {
             &[self.control_key("leader"), self.control_key("standings")],
             vec![id.to_owned(), generation.to_string(), ttl_ms],
         );
-        let previous: i64 = self.conn.query(&point, self.timeout).await?;
+        let previous = self.conn.query::<i64>(&point, self.timeout).await;
+        let previous = self.noting_noscript(previous)?;
         if previous < 0 {
             return Ok(previous == -1);
         }

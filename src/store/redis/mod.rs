@@ -23,16 +23,21 @@ use connection::{Connection, is_noscript};
 use redis::{Cmd, ErrorKind, Pipeline, ServerErrorKind};
 use script::{Mode, SOURCE};
 use std::sync::Arc;
-use std::time::Duration;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 /// Batch items that share one `store.timeout` of deadline.
 const BATCH_PER_TIMEOUT: usize = 50;
 
 /// How long the tier hash (`<prefix>:tiers`) outlives its last lookup or change. Every store key
-/// has a TTL; this one is operator data, so it is long and refreshed on each use: daemons that
+/// has a TTL; this one is operator data, so it is long and refreshed as it is used: daemons that
 /// serve traffic look tiers up every few seconds (their local cache expires), so it only goes
 /// after 30 days in which no daemon read or wrote a tier.
 pub const TIER_STORE_TTL: Duration = Duration::from_secs(30 * 24 * 3600);
+
+/// A daemon's lookups refresh the tier hash's TTL at most once per this (a change always does):
+/// not a `PEXPIRE` per request.
+pub const TIER_TTL_REFRESH: Duration = Duration::from_secs(60);
 
 #[derive(Clone)]
 pub struct RedisStore {
@@ -43,6 +48,12 @@ pub struct RedisStore {
     sha: String,
     /// Time from this clock instead of the server's (tests that need exact time).
     clock: Option<Arc<dyn Clock>>,
+    /// When a lookup of this store (and its clones) last refreshed the tier hash's TTL, in µs
+    /// (0: never).
+    tiers_kept_at: Arc<AtomicU64>,
+    /// Whether the control loop's scripts are known to be loaded (reset when Redis says
+    /// NOSCRIPT: the next control call loads them again).
+    control_scripts_loaded: Arc<AtomicBool>,
 }
 
 impl RedisStore {
@@ -88,6 +99,8 @@ impl RedisStore {
             timeout,
             sha: redis::Script::new(SOURCE).get_hash().to_owned(),
             clock: None,
+            tiers_kept_at: Arc::new(AtomicU64::new(0)),
+            control_scripts_loaded: Arc::new(AtomicBool::new(false)),
         }
     }
 
@@ -101,12 +114,33 @@ impl RedisStore {
         self.clock.as_ref().map_or(0, |c| c.now())
     }
 
+    /// Whether a lookup now should refresh the tier hash's TTL: once per [`TIER_TTL_REFRESH`]
+    /// (the one lookup that finds it due does).
+    fn tier_refresh_due(&self) -> bool {
+        let now = self.clock.as_ref().map_or_else(
+            || {
+                SystemTime::now()
+                    .duration_since(UNIX_EPOCH)
+                    .map_or(1, |d| d.as_micros() as Micros)
+            },
+            |c| c.now(),
+        );
+        let last = self.tiers_kept_at.load(Ordering::Relaxed);
+        let every = crate::clock::micros(TIER_TTL_REFRESH);
+        if last != 0 && now >= last && now - last < every {
+            return false;
+        }
+        self.tiers_kept_at
+            .compare_exchange(last, now.max(1), Ordering::Relaxed, Ordering::Relaxed)
+            .is_ok()
+    }
+
     fn tiers_key(&self) -> String {
         format!("{}:tiers", self.prefix)
     }
 
-    /// Adds to `pipe` the refresh of the tier hash's TTL, which every tier lookup and change
-    /// sends in the same round trip: see [`TIER_STORE_TTL`].
+    /// Adds to `pipe` the refresh of the tier hash's TTL, which a tier change (and a lookup
+    /// once per [`TIER_TTL_REFRESH`]) sends in the same round trip: see [`TIER_STORE_TTL`].
     fn keep_tiers(&self, pipe: &mut Pipeline) {
         pipe.cmd("PEXPIRE")
             .arg(self.tiers_key())
@@ -327,7 +361,9 @@ impl Store for RedisStore {
         pipe.cmd("HGET")
             .arg(self.tiers_key())
             .arg(subject.to_string());
-        self.keep_tiers(&mut pipe);
+        if self.tier_refresh_due() {
+            self.keep_tiers(&mut pipe);
+        }
         let (tier,): (Option<String>,) = self.conn.pipeline(&pipe, self.timeout).await?;
         Ok(tier)
     }
@@ -341,7 +377,9 @@ impl Store for RedisStore {
         for subject in subjects {
             lookup.arg(subject.to_string());
         }
-        self.keep_tiers(&mut pipe);
+        if self.tier_refresh_due() {
+            self.keep_tiers(&mut pipe);
+        }
         let (tiers,): (Vec<Option<String>>,) = self.conn.pipeline(&pipe, self.timeout).await?;
         Ok(tiers)
     }
