@@ -99,7 +99,7 @@ impl FleetControl {
         let observed: Vec<(KeyHash, SubjectFeatures)> = subjects
             .into_iter()
             .zip(totals)
-            .filter(|(_, t)| t.counters.requests > 0)
+            .filter(|(_, t)| t.counts.requests > 0)
             .map(|(subject, t)| (subject, observe_totals(&t, now)))
             .collect();
         let verdict = decide(judge, observed);

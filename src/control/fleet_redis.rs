@@ -1,14 +1,14 @@
 //! The fleet's state in a shared Redis: [`FleetState`] over the store's activity, lease and
 //! standings commands.
 //!
-//! The adapter between two layers: the store speaks plain counts and hashes, the control loop
-//! speaks features' counters; the conversions are here, and nowhere else.
+//! The store speaks plain counts and hashes; the features count with the store's own counts
+//! type, so nothing converts between them.
 
-use super::fleet_state::{FleetFuture, FleetState, Published, WindowTotals};
+use super::fleet_state::{FleetFuture, FleetState, Published};
 use crate::clock::Micros;
-use crate::features::{Counters, NewActivity};
+use crate::features::NewActivity;
 use crate::limit::KeyHash;
-use crate::store::{ActivityCounts, ActivityDelta, Backend, RedisStore, SharedTotals};
+use crate::store::{ActivityDelta, Backend, RedisStore, SharedTotals};
 use std::time::Duration;
 
 /// The fleet state of a store that daemons share (Redis), `None` for the embedded one.
@@ -44,13 +44,8 @@ impl FleetState for RedisStore {
         subjects: &'a [KeyHash],
         first_bucket: u64,
         last_bucket: u64,
-    ) -> FleetFuture<'a, Vec<WindowTotals>> {
-        Box::pin(async move {
-            let totals = self
-                .activity_totals(subjects, first_bucket, last_bucket)
-                .await?;
-            Ok(totals.iter().map(window_totals).collect())
-        })
+    ) -> FleetFuture<'a, Vec<SharedTotals>> {
+        Box::pin(self.activity_totals(subjects, first_bucket, last_bucket))
     }
 
     fn try_lead<'a>(&'a self, id: &'a str, ttl: Duration) -> FleetFuture<'a, bool> {
@@ -76,39 +71,9 @@ impl FleetState for RedisStore {
 }
 
 fn delta(pending: &NewActivity) -> ActivityDelta<'_> {
-    let c = &pending.counters;
     ActivityDelta {
-        counts: ActivityCounts {
-            requests: c.requests,
-            denied: c.denied,
-            reports: c.reports,
-            client_errors: c.client_errors,
-            first: c.first,
-            last: c.last,
-            gaps: c.gaps,
-            gap_sum: c.gap_sum,
-            gap_sum_sq: c.gap_sum_sq,
-        },
+        counts: pending.counters,
         endpoints: &pending.endpoints,
         ips: &pending.ips,
-    }
-}
-
-fn window_totals(totals: &SharedTotals) -> WindowTotals {
-    let c = &totals.counts;
-    WindowTotals {
-        counters: Counters {
-            requests: c.requests,
-            denied: c.denied,
-            reports: c.reports,
-            client_errors: c.client_errors,
-            first: c.first,
-            last: c.last,
-            gaps: c.gaps,
-            gap_sum: c.gap_sum,
-            gap_sum_sq: c.gap_sum_sq,
-        },
-        distinct_endpoints: totals.distinct_endpoints,
-        distinct_ips: totals.distinct_ips,
     }
 }

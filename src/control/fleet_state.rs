@@ -5,9 +5,9 @@
 //! store says whether a fleet exists (see [`super::fleet_redis`] for the Redis one).
 
 use crate::clock::Micros;
-use crate::features::{Counters, NewActivity};
+use crate::features::NewActivity;
 use crate::limit::KeyHash;
-use crate::store::StoreError;
+use crate::store::{SharedTotals, StoreError};
 use std::future::Future;
 use std::pin::Pin;
 use std::time::Duration;
@@ -17,14 +17,6 @@ pub type FleetFuture<'a, T> = Pin<Box<dyn Future<Output = Result<T, StoreError>>
 
 /// Standings as published: their generation, and one text entry per subject.
 pub type Published = (u64, Vec<(KeyHash, String)>);
-
-/// A subject's window as the fleet summed it.
-#[derive(Debug, Clone, Copy, PartialEq)]
-pub struct WindowTotals {
-    pub counters: Counters,
-    pub distinct_endpoints: u64,
-    pub distinct_ips: u64,
-}
 
 /// Fleet-wide control state; every key it keeps expires by itself.
 pub trait FleetState: Send + Sync {
@@ -47,7 +39,7 @@ pub trait FleetState: Send + Sync {
         subjects: &'a [KeyHash],
         first_bucket: u64,
         last_bucket: u64,
-    ) -> FleetFuture<'a, Vec<WindowTotals>>;
+    ) -> FleetFuture<'a, Vec<SharedTotals>>;
 
     /// Takes or renews the lease for `ttl`; `true` while this daemon (`id`) holds it.
     fn try_lead<'a>(&'a self, id: &'a str, ttl: Duration) -> FleetFuture<'a, bool>;

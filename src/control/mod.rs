@@ -17,7 +17,7 @@ mod model_slot;
 pub use cgroup::CgroupCpu;
 pub use flags::{Flag, FlagTracker};
 pub use fleet_redis::fleet_for;
-pub use fleet_state::{FleetFuture, FleetState, Published, WindowTotals};
+pub use fleet_state::{FleetFuture, FleetState, Published};
 pub use load::{Band, LoadController, LoadSampler, SystemLoad};
 pub use model_slot::ModelSlot;
 
@@ -26,7 +26,7 @@ use crate::engine::{Engine, SubjectStanding};
 use crate::features::{ActivityWindow, Features, SubjectActivity, SubjectFeatures, features_of};
 use crate::limit::KeyHash;
 use crate::policy::Policy;
-use crate::store::Backend;
+use crate::store::{Backend, SharedTotals};
 use fleet::FleetControl;
 use hashbrown::HashMap;
 use std::sync::Arc;
@@ -225,15 +225,15 @@ pub struct CycleOutcome {
     pub observed: HashMap<KeyHash, SubjectFeatures>,
 }
 
-fn observe_totals(totals: &WindowTotals, now: Micros) -> SubjectFeatures {
+fn observe_totals(totals: &SharedTotals, now: Micros) -> SubjectFeatures {
     SubjectFeatures {
         features: features_of(
-            &totals.counters,
+            &totals.counts,
             totals.distinct_endpoints,
             totals.distinct_ips,
             now,
         ),
-        requests: totals.counters.requests,
+        requests: totals.counts.requests,
     }
 }
 

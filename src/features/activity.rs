@@ -9,37 +9,9 @@ use cardinality_estimator::CardinalityEstimator;
 /// 256 registers (about 6.5 % error) in at most a few hundred bytes.
 pub type Sketch = CardinalityEstimator<u64, wyhash::WyHash, 8, 6>;
 
-/// Counts that add up when spans are combined.
-#[derive(Debug, Clone, Copy, PartialEq)]
-pub struct Counters {
-    pub requests: u64,
-    pub denied: u64,
-    pub reports: u64,
-    pub client_errors: u64,
-    /// The first and last request (µs since the epoch); `first` is `u64::MAX` before any.
-    pub first: Micros,
-    pub last: Micros,
-    /// Gaps between consecutive requests: how many, their sum and sum of squares (seconds).
-    pub gaps: u64,
-    pub gap_sum: f64,
-    pub gap_sum_sq: f64,
-}
-
-impl Default for Counters {
-    fn default() -> Self {
-        Self {
-            requests: 0,
-            denied: 0,
-            reports: 0,
-            client_errors: 0,
-            first: Micros::MAX,
-            last: 0,
-            gaps: 0,
-            gap_sum: 0.0,
-            gap_sum_sq: 0.0,
-        }
-    }
-}
+/// Counts that add up when spans are combined: the store's own type, so a shared store adds
+/// up exactly what a daemon counted, with no conversion between them.
+pub use crate::store::ActivityCounts as Counters;
 
 impl Counters {
     /// Counts one decision; `gap` is the time since the subject's previous request, if known.

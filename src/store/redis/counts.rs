@@ -1,8 +1,8 @@
 //! The plain numbers the shared store adds up per subject and window bucket: what a daemon
 //! flushes, and what the store sums back.
 //!
-//! Defined here, not taken from the features, so the store depends on nothing above it: the
-//! control loop converts its features' counters to and from these.
+//! Defined here, below the features (which count with this very type), so the store depends on
+//! nothing above it and nothing converts between the two.
 
 use crate::clock::Micros;
 
@@ -20,6 +20,22 @@ pub struct ActivityCounts {
     pub gaps: u64,
     pub gap_sum: f64,
     pub gap_sum_sq: f64,
+}
+
+impl Default for ActivityCounts {
+    fn default() -> Self {
+        Self {
+            requests: 0,
+            denied: 0,
+            reports: 0,
+            client_errors: 0,
+            first: Micros::MAX,
+            last: 0,
+            gaps: 0,
+            gap_sum: 0.0,
+            gap_sum_sq: 0.0,
+        }
+    }
 }
 
 /// One subject's activity since the last flush: counts, and the hashes of the distinct
