@@ -22,7 +22,7 @@ pub use load::{Band, LoadController, LoadSampler, SystemLoad};
 pub use model_slot::ModelSlot;
 
 use crate::clock::Micros;
-use crate::engine::{Engine, SubjectStanding};
+use crate::engine::{Engine, SubjectStanding, Thresholds};
 use crate::features::{ActivityWindow, Features, SubjectActivity, SubjectFeatures, features_of};
 use crate::limit::KeyHash;
 use crate::policy::Policy;
@@ -95,17 +95,7 @@ impl ControlLoop {
         let metrics = self.engine.metrics().clone();
 
         let thresholds = scale.thresholds();
-        // Sampled even when pinned: the CPU gauge still tells operators what the host does.
-        let sample = self.sampler.sample(now);
-        let measured = self
-            .load
-            .update(sample, policy.adaptive.load.smoothing, &thresholds);
-        let factor = self.pinned_load.unwrap_or(measured);
-        scale.set_load_factor(factor);
-        metrics.load_factor.set(scale.load_factor());
-        if let Some(smoothed) = self.load.smoothed() {
-            metrics.system_cpu_ratio.set(smoothed);
-        }
+        self.update_load_factor(now, &policy, &thresholds);
 
         let anomaly = &policy.adaptive.anomaly;
         if anomaly.window != self.window_len {
@@ -159,25 +149,49 @@ impl ControlLoop {
         };
         report.leader = self.fleet.as_ref().is_none_or(|f| f.is_leader());
         if let Some(verdict) = verdict {
-            report.active = verdict.observed.len();
-            report.scored = verdict.scores.len();
-            // The gauge counts subjects at or over the threshold, not held ones.
-            report.flagged = verdict
-                .standings
-                .values()
-                .filter(|s| s.abuse_score >= thresholds.anomaly_threshold)
-                .count();
-            for score in &verdict.scores {
-                metrics.abuse_score.observe(*score);
-            }
-            metrics.flagged_subjects.set(report.flagged as i64);
-            scale.publish_standings(verdict.standings);
-            scale.publish_observed(verdict.observed);
+            self.publish(verdict, thresholds.anomaly_threshold, &mut report);
         }
         metrics
             .control_cycle_duration
             .observe(started.elapsed().as_secs_f64());
         report
+    }
+
+    /// Samples the load (even when pinned: the CPU gauge still tells operators what the host
+    /// does) and sets the load factor.
+    fn update_load_factor(&mut self, now: Micros, policy: &Policy, thresholds: &Thresholds) {
+        let sample = self.sampler.sample(now);
+        let measured = self
+            .load
+            .update(sample, policy.adaptive.load.smoothing, thresholds);
+        let factor = self.pinned_load.unwrap_or(measured);
+        let scale = self.engine.scale_factors();
+        scale.set_load_factor(factor);
+        let metrics = self.engine.metrics();
+        metrics.load_factor.set(scale.load_factor());
+        if let Some(smoothed) = self.load.smoothed() {
+            metrics.system_cpu_ratio.set(smoothed);
+        }
+    }
+
+    /// Hands a cycle's standings and features to the request path, and counts them.
+    fn publish(&self, verdict: CycleOutcome, threshold: f64, report: &mut CycleReport) {
+        report.active = verdict.observed.len();
+        report.scored = verdict.scores.len();
+        // The gauge counts subjects at or over the threshold, not held ones.
+        report.flagged = verdict
+            .standings
+            .values()
+            .filter(|s| s.abuse_score >= threshold)
+            .count();
+        let metrics = self.engine.metrics();
+        for score in &verdict.scores {
+            metrics.abuse_score.observe(*score);
+        }
+        metrics.flagged_subjects.set(report.flagged as i64);
+        let scale = self.engine.scale_factors();
+        scale.publish_standings(verdict.standings);
+        scale.publish_observed(verdict.observed);
     }
 
     fn decide(

@@ -8,7 +8,7 @@ mod adaptive;
 mod limits;
 
 use super::raw::{RawIdentity, RawPolicy, RawStore};
-use super::{EndpointRule, Identity, KeyScope, PathPattern, Policy, PolicyErrors};
+use super::{EndpointRule, Identity, KeyScope, PathPattern, Policy, PolicyErrors, Tier};
 use crate::store::{OnError, StoreSettings, StoreUrl};
 use crate::yaml::fields::{Errors, join};
 use crate::yaml::parse;
@@ -35,7 +35,7 @@ const TOP_KEYS: &[&str] = &[
     "adaptive",
 ];
 pub(super) fn compile(text: &str, base_dir: &Path) -> Result<Policy, PolicyErrors> {
-    let raw: RawPolicy = if text.trim().is_empty() {
+    let mut raw: RawPolicy = if text.trim().is_empty() {
         RawPolicy::default()
     } else {
         // First as plain YAML: syntax errors and duplicate keys (which the typed pass would let
@@ -45,86 +45,19 @@ pub(super) fn compile(text: &str, base_dir: &Path) -> Result<Policy, PolicyError
     };
     let mut e = Errors::default();
     e.unknown_keys("", &raw.unknown, TOP_KEYS);
-    let store = store(&mut e, raw.store.unwrap_or_default());
-    let identity = identity(&mut e, raw.identity.unwrap_or_default());
-
-    let mut tiers = Vec::new();
-    match &raw.tiers {
-        None => e.push("tiers", "is required"),
-        Some(map) if map.is_empty() => e.push("tiers", "must define at least one tier"),
-        Some(map) => {
-            for (name, tier) in map {
-                tiers.push(compile_tier(&mut e, name, tier));
-            }
-        }
-    }
-    let default_tier = match e.required("default_tier", &raw.default_tier) {
-        Some(v) => match e.string("default_tier", v) {
-            Some(name) => tiers.iter().position(|t| t.name == name).or_else(|| {
-                if raw.tiers.as_ref().is_some_and(|m| !m.is_empty()) {
-                    e.push(
-                        "default_tier",
-                        format!("tier \"{name}\" is not defined in tiers"),
-                    );
-                }
-                None
-            }),
-            None => None,
-        },
-        None => None,
-    };
-
-    let mut endpoints = Vec::new();
-    let mut seen_paths = HashSet::new();
-    for (i, raw_rule) in raw.endpoints.iter().flatten().enumerate() {
-        let path = format!("endpoints[{i}]");
-        if let Some(rule) = compile_endpoint(&mut e, &path, raw_rule) {
-            if !seen_paths.insert(rule.pattern.clone()) {
-                e.push(
-                    &join(&path, "path"),
-                    format!(
-                        "\"{}\" is already matched by an earlier rule",
-                        rule.pattern.display()
-                    ),
-                );
-            }
-            endpoints.push(rule);
-        }
-    }
-    let default_endpoint = raw.default_endpoint.as_ref().map_or_else(
-        || EndpointRule {
-            pattern: PathPattern::Default,
-            key: KeyScope::User,
-            adaptive: true,
-            limits: Vec::new(),
-            path_in_file: "default_endpoint".to_owned(),
-        },
-        |raw| {
-            let adaptive = e.boolean("default_endpoint.adaptive", &raw.adaptive, true);
-            e.unknown_keys("default_endpoint", &raw.unknown, &["adaptive", "limits"]);
-            let limits = limits(
-                &mut e,
-                "default_endpoint",
-                raw.limits.as_deref(),
-                "d:",
-                "endpoint:default/",
-            );
-            EndpointRule {
-                pattern: PathPattern::Default,
-                key: KeyScope::User,
-                adaptive,
-                limits,
-                path_in_file: "default_endpoint".to_owned(),
-            }
-        },
-    );
+    let store = store(&mut e, raw.store.take().unwrap_or_default());
+    let identity = identity(&mut e, raw.identity.take().unwrap_or_default());
+    let tiers = tiers(&mut e, &raw);
+    let default_tier = default_tier(&mut e, &raw, &tiers);
+    let endpoints = endpoints(&mut e, &raw);
+    let default_endpoint = default_endpoint(&mut e, &raw);
     let envoy_config = raw
         .envoy_config
         .as_ref()
         .filter(|v| !v.is_null())
         .and_then(|v| e.string("envoy_config", v))
         .map(|dir| base_dir.join(dir));
-    let adaptive = adaptive::adaptive(&mut e, base_dir, raw.adaptive.unwrap_or_default());
+    let adaptive = adaptive::adaptive(&mut e, base_dir, raw.adaptive.take().unwrap_or_default());
 
     let policy = Policy {
         store,
@@ -137,6 +70,82 @@ pub(super) fn compile(text: &str, base_dir: &Path) -> Result<Policy, PolicyError
         adaptive,
     };
     e.finish(policy)
+}
+
+fn tiers(e: &mut Errors, raw: &RawPolicy) -> Vec<Tier> {
+    let mut tiers = Vec::new();
+    match &raw.tiers {
+        None => e.push("tiers", "is required"),
+        Some(map) if map.is_empty() => e.push("tiers", "must define at least one tier"),
+        Some(map) => {
+            for (name, tier) in map {
+                tiers.push(compile_tier(e, name, tier));
+            }
+        }
+    }
+    tiers
+}
+
+/// The index of `default_tier` in `tiers` (an unknown name is an error only when tiers exist:
+/// otherwise "tiers is required" says it all).
+fn default_tier(e: &mut Errors, raw: &RawPolicy, tiers: &[Tier]) -> Option<usize> {
+    let value = e.required("default_tier", &raw.default_tier)?;
+    let name = e.string("default_tier", value)?;
+    tiers.iter().position(|t| t.name == name).or_else(|| {
+        if raw.tiers.as_ref().is_some_and(|m| !m.is_empty()) {
+            e.push(
+                "default_tier",
+                format!("tier \"{name}\" is not defined in tiers"),
+            );
+        }
+        None
+    })
+}
+
+fn endpoints(e: &mut Errors, raw: &RawPolicy) -> Vec<EndpointRule> {
+    let mut endpoints = Vec::new();
+    let mut seen_paths = HashSet::new();
+    for (i, raw_rule) in raw.endpoints.iter().flatten().enumerate() {
+        let path = format!("endpoints[{i}]");
+        if let Some(rule) = compile_endpoint(e, &path, raw_rule) {
+            if !seen_paths.insert(rule.pattern.clone()) {
+                e.push(
+                    &join(&path, "path"),
+                    format!(
+                        "\"{}\" is already matched by an earlier rule",
+                        rule.pattern.display()
+                    ),
+                );
+            }
+            endpoints.push(rule);
+        }
+    }
+    endpoints
+}
+
+fn default_endpoint(e: &mut Errors, raw: &RawPolicy) -> EndpointRule {
+    let (adaptive, limits) = match raw.default_endpoint.as_ref() {
+        None => (true, Vec::new()),
+        Some(raw) => {
+            let adaptive = e.boolean("default_endpoint.adaptive", &raw.adaptive, true);
+            e.unknown_keys("default_endpoint", &raw.unknown, &["adaptive", "limits"]);
+            let limits = limits(
+                e,
+                "default_endpoint",
+                raw.limits.as_deref(),
+                "d:",
+                "endpoint:default/",
+            );
+            (adaptive, limits)
+        }
+    };
+    EndpointRule {
+        pattern: PathPattern::Default,
+        key: KeyScope::User,
+        adaptive,
+        limits,
+        path_in_file: "default_endpoint".to_owned(),
+    }
 }
 
 fn store(e: &mut Errors, raw: RawStore) -> StoreSettings {

@@ -12,9 +12,11 @@ mod counts;
 mod script;
 mod sentinel;
 mod sentinel_url;
+mod tiers;
 
 pub use counts::{ActivityCounts, ActivityDelta, SharedTotals};
 pub use sentinel_url::SentinelUrl;
+pub use tiers::{TIER_STORE_TTL, TIER_TTL_REFRESH};
 
 use super::{Applied, Check, CheckResult, Request, Store, StoreError, StoreKind};
 use crate::clock::{Clock, Micros};
@@ -23,21 +25,11 @@ use connection::{Connection, is_noscript};
 use redis::{Cmd, ErrorKind, Pipeline, ServerErrorKind};
 use script::{Mode, SOURCE};
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::time::{Duration, SystemTime, UNIX_EPOCH};
+use std::sync::atomic::{AtomicBool, AtomicU64};
+use std::time::Duration;
 
 /// Batch items that share one `store.timeout` of deadline.
 const BATCH_PER_TIMEOUT: usize = 50;
-
-/// How long the tier hash (`<prefix>:tiers`) outlives its last lookup or change. Every store key
-/// has a TTL; this one is operator data, so it is long and refreshed as it is used: daemons that
-/// serve traffic look tiers up every few seconds (their local cache expires), so it only goes
-/// after 30 days in which no daemon read or wrote a tier.
-pub const TIER_STORE_TTL: Duration = Duration::from_secs(30 * 24 * 3600);
-
-/// A daemon's lookups refresh the tier hash's TTL at most once per this (a change always does):
-/// not a `PEXPIRE` per request.
-pub const TIER_TTL_REFRESH: Duration = Duration::from_secs(60);
 
 #[derive(Clone)]
 pub struct RedisStore {
@@ -112,40 +104,6 @@ impl RedisStore {
 
     fn now_arg(&self) -> Micros {
         self.clock.as_ref().map_or(0, |c| c.now())
-    }
-
-    /// Whether a lookup now should refresh the tier hash's TTL: once per [`TIER_TTL_REFRESH`]
-    /// (the one lookup that finds it due does).
-    fn tier_refresh_due(&self) -> bool {
-        let now = self.clock.as_ref().map_or_else(
-            || {
-                SystemTime::now()
-                    .duration_since(UNIX_EPOCH)
-                    .map_or(1, |d| d.as_micros() as Micros)
-            },
-            |c| c.now(),
-        );
-        let last = self.tiers_kept_at.load(Ordering::Relaxed);
-        let every = crate::clock::micros(TIER_TTL_REFRESH);
-        if last != 0 && now >= last && now - last < every {
-            return false;
-        }
-        self.tiers_kept_at
-            .compare_exchange(last, now.max(1), Ordering::Relaxed, Ordering::Relaxed)
-            .is_ok()
-    }
-
-    fn tiers_key(&self) -> String {
-        format!("{}:tiers", self.prefix)
-    }
-
-    /// Adds to `pipe` the refresh of the tier hash's TTL, which a tier change (and a lookup
-    /// once per [`TIER_TTL_REFRESH`]) sends in the same round trip: see [`TIER_STORE_TTL`].
-    fn keep_tiers(&self, pipe: &mut Pipeline) {
-        pipe.cmd("PEXPIRE")
-            .arg(self.tiers_key())
-            .arg(TIER_STORE_TTL.as_millis() as u64)
-            .ignore();
     }
 
     fn script_cmd(&self, keys: &[String], args: &[String], by_hash: bool) -> Cmd {
