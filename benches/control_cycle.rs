@@ -58,6 +58,7 @@ fn bench(c: &mut Criterion) {
                 s % 7,
                 Some(s),
                 s % 50 == 0,
+                (s % 10) as f64 / 10.0,
             );
         }
         clock.advance(Duration::from_secs(1));

@@ -76,6 +76,8 @@ pub struct Metrics {
     pub system_cpu_ratio: Gauge,
     pub abuse_score: Histogram,
     pub flagged_subjects: IntGauge,
+    pub flags: IntCounterVec,
+    pub novel_subjects: IntGauge,
     pub control_cycle_duration: Histogram,
     pub tier_cache_requests: IntCounterVec,
     pub config_reloads: IntCounterVec,
@@ -175,6 +177,16 @@ const FLAGGED_SUBJECTS: Family = Family {
     help: "Subjects at or over the anomaly threshold",
     labels: &[],
 };
+const FLAGS: Family = Family {
+    name: "ratewarden_flags_total",
+    help: "Flags begun, by the feature that contributed most to the score",
+    labels: &["top_feature"],
+};
+const NOVEL_SUBJECTS: Family = Family {
+    name: "ratewarden_novel_subjects",
+    help: "Scored subjects with a feature outside the model's training range",
+    labels: &[],
+};
 const ABUSE_SCORE: Family = Family {
     name: "ratewarden_abuse_score",
     help: "Scores of the subjects scored in the last cycle",
@@ -270,6 +282,8 @@ impl Metrics {
             load_factor: LOAD_FACTOR.gauge(&registry),
             system_cpu_ratio: SYSTEM_CPU_RATIO.gauge(&registry),
             flagged_subjects: FLAGGED_SUBJECTS.int_gauge(&registry),
+            flags: FLAGS.counter_vec(&registry),
+            novel_subjects: NOVEL_SUBJECTS.int_gauge(&registry),
             abuse_score: ABUSE_SCORE.histogram(&registry, score_buckets()),
             control_cycle_duration: CONTROL_CYCLE_DURATION
                 .histogram(&registry, LATENCY_BUCKETS.to_vec()),
@@ -302,6 +316,13 @@ impl Metrics {
         self.store_duration.with_label_values(&[store]);
         for action in STORE_ERROR_ACTIONS {
             self.store_errors.with_label_values(&[store, action]);
+        }
+    }
+
+    /// Exports `flags_total` at 0 for every value its `top_feature` can take.
+    pub fn declare_flag_features(&self, features: &[&str]) {
+        for feature in features {
+            self.flags.with_label_values(&[feature]);
         }
     }
 

@@ -147,6 +147,7 @@ async fn flagged_subject_is_scaled_by_the_anomaly_factor() {
         SubjectStanding {
             abuse_score: 0.93,
             held_until: 0,
+            novel: false,
         },
     );
     // /api/search: gcra 10/min burst 5 -> burst floor(5 * 0.1) = 0 for a flagged subject.
@@ -177,6 +178,7 @@ async fn anomaly_shadow_flags_without_scaling() {
         SubjectStanding {
             abuse_score: 0.9,
             held_until: 0,
+            novel: false,
         },
     );
     let d = check(&engine, req("mallory", "/api/search")).await;

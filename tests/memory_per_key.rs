@@ -59,6 +59,7 @@ fn feature_memory_per_subject() {
                     s * 3 + i,
                     Some(s + i % 2),
                     false,
+                    0.5,
                 );
             }
         }

@@ -1,7 +1,7 @@
 //! The abuse model: file round trips, refused files, the shipped model against its model card
 //! on simulated traffic it has not seen, and the simulation itself.
 
-use ratewarden::features::Features;
+use ratewarden::features::{Features, SubjectFeatures};
 use ratewarden::model::samples::{DEFAULT_EVERY, SampleOptions, Samples, feature_samples};
 use ratewarden::model::train::{TrainOptions, train};
 use ratewarden::model::{Model, ModelKind, evaluate::evaluate};
@@ -54,8 +54,8 @@ fn fresh() -> &'static Samples {
     FRESH.get_or_init(|| samples_of(&small_run(FRESH_SEED, 600, 40)))
 }
 
-fn features(samples: &Samples) -> Vec<Features> {
-    samples.samples.iter().map(|s| s.features).collect()
+fn features(samples: &Samples) -> Vec<SubjectFeatures> {
+    samples.samples.iter().map(|s| s.observed()).collect()
 }
 
 fn shipped() -> Model {
@@ -205,14 +205,19 @@ fn a_gmm_file_loads_and_scores_in_the_unit_interval() {
     let odd = [
         Features::default(),
         Features {
-            requests_per_second: f64::INFINITY,
+            limit_usage: f64::INFINITY,
             endpoints_per_request: f64::NAN,
             ips_per_request: 1e300,
-            client_error_ratio: -1.0,
+            auth_failure_ratio: -1.0,
             denied_ratio: 1.0,
             interarrival_cv: 10.0,
+            ..Features::default()
         },
-    ];
+    ]
+    .map(|features| SubjectFeatures {
+        features,
+        requests: 1_000,
+    });
     for model in [model, shipped()] {
         let scores = model.score_many(&odd);
         assert!(scores.iter().all(|s| (0.0..=1.0).contains(s)), "{scores:?}");
@@ -259,13 +264,13 @@ fn pollers_nat_users_and_browsers_score_under_the_threshold() {
     let model = shipped();
     let samples = fresh();
     for archetype in ["fast_poller", "nat_user", "mobile_poller", "browser"] {
-        let rows: Vec<Features> = samples
+        let rows: Vec<SubjectFeatures> = samples
             .samples
             .iter()
             .filter(|s| {
                 samples.subjects[s.subject as usize].archetype.as_deref() == Some(archetype)
             })
-            .map(|s| s.features)
+            .map(|s| s.observed())
             .collect();
         assert!(rows.len() > 100, "{archetype}: only {} samples", rows.len());
         let worst = model.score_many(&rows).into_iter().fold(0.0f64, f64::max);

@@ -1,5 +1,7 @@
 //! From scores to standings: who is flagged, with the `hold` rule (a flag lasts at least
-//! `hold`, then ends at the first cycle whose score is below the threshold).
+//! `hold`, then ends at the first cycle whose score is below the threshold), and the novelty
+//! rule (a subject outside the model's training range is flagged by its score only when a
+//! second signal agrees; see [`super::scoring`]).
 
 use crate::clock::{Micros, micros};
 use crate::engine::SubjectStanding;
@@ -13,9 +15,20 @@ pub struct Flag {
     pub score: f64,
 }
 
+/// One subject's score in a cycle.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Scored {
+    pub subject: KeyHash,
+    pub score: f64,
+    /// Outside the training range with no second signal: the score alone flags nothing.
+    pub novel: bool,
+}
+
 #[derive(Debug, Default)]
 pub struct FlagTracker {
     flags: HashMap<KeyHash, Flag>,
+    /// Subjects whose flag began in the last cycle judged.
+    begun: Vec<KeyHash>,
 }
 
 impl FlagTracker {
@@ -24,22 +37,29 @@ impl FlagTracker {
     pub fn judge(
         &mut self,
         now: Micros,
-        scored: &[(KeyHash, f64)],
+        scored: &[Scored],
         threshold: f64,
         hold: Duration,
     ) -> HashMap<KeyHash, SubjectStanding> {
         let hold = micros(hold);
         let mut standings = HashMap::with_capacity(scored.len() + self.flags.len());
-        for &(subject, score) in scored {
+        self.begun.clear();
+        for &Scored {
+            subject,
+            score,
+            novel,
+        } in scored
+        {
             let held = self
                 .flags
                 .get(&subject)
                 .is_some_and(|f| now < f.since.saturating_add(hold));
-            let held_until = if score >= threshold || held {
-                let flag = self
-                    .flags
-                    .entry(subject)
-                    .or_insert(Flag { since: now, score });
+            let held_until = if (score >= threshold && !novel) || held {
+                let begun = &mut self.begun;
+                let flag = self.flags.entry(subject).or_insert_with(|| {
+                    begun.push(subject);
+                    Flag { since: now, score }
+                });
                 flag.score = score;
                 flag.since.saturating_add(hold)
             } else {
@@ -51,6 +71,7 @@ impl FlagTracker {
                 SubjectStanding {
                     abuse_score: score,
                     held_until,
+                    novel,
                 },
             );
         }
@@ -66,12 +87,18 @@ impl FlagTracker {
                     SubjectStanding {
                         abuse_score: flag.score,
                         held_until,
+                        novel: false,
                     },
                 );
             }
             held
         });
         standings
+    }
+
+    /// The subjects whose flag began in the last cycle judged.
+    pub fn begun(&self) -> &[KeyHash] {
+        &self.begun
     }
 
     pub fn flag(&self, subject: KeyHash) -> Option<Flag> {

@@ -100,7 +100,7 @@ impl FleetControl {
             .into_iter()
             .zip(totals)
             .filter(|(_, t)| t.counts.requests > 0)
-            .map(|(subject, t)| (subject, observe_totals(&t, now)))
+            .map(|(subject, t)| (subject, observe_totals(&t)))
             .collect();
         let verdict = decide(judge, observed);
         let ttl = lease + anomaly.hold;
@@ -141,6 +141,8 @@ impl FleetControl {
             standings: HashMap::new(),
             scores: Vec::new(),
             observed: HashMap::with_capacity(entries.len()),
+            novel: 0,
+            begun: Vec::new(),
         };
         let mut flags = Vec::new();
         for (subject, entry) in entries {
@@ -154,6 +156,7 @@ impl FleetControl {
                     SubjectStanding {
                         abuse_score: score,
                         held_until: parsed.flagged_since.map_or(0, |since| since + hold),
+                        novel: parsed.novel,
                     },
                 );
             }
@@ -170,10 +173,12 @@ impl FleetControl {
 struct Entry {
     score: Option<f64>,
     flagged_since: Option<Micros>,
+    novel: bool,
     observed: SubjectFeatures,
 }
 
-/// `score,flagged_since,requests,feature...` (`-` for no score, 0 for not flagged).
+/// `score,flagged_since,novel,requests,feature...` (`-` for no score, 0 for not flagged,
+/// `novel` 1 for a novel subject whose score alone flags nothing).
 fn encode(verdict: &CycleOutcome, judge: &FlagTracker) -> Vec<(KeyHash, String)> {
     let mut entries = Vec::with_capacity(verdict.observed.len() + verdict.standings.len());
     let mut write = |subject: KeyHash, observed: SubjectFeatures| {
@@ -183,7 +188,8 @@ fn encode(verdict: &CycleOutcome, judge: &FlagTracker) -> Vec<(KeyHash, String)>
             (Some(s), Some(flag)) if s.held_until > 0 => flag.since,
             _ => 0,
         };
-        let mut text = format!("{score},{since},{}", observed.requests);
+        let novel = u8::from(standing.is_some_and(|s| s.novel));
+        let mut text = format!("{score},{since},{novel},{}", observed.requests);
         for value in observed.features.to_array() {
             text.push(',');
             text.push_str(&value.to_string());
@@ -208,12 +214,14 @@ fn decode(entry: &str) -> Option<Entry> {
         s => Some(s.parse::<f64>().ok()?),
     };
     let since: Micros = parts.next()?.parse().ok()?;
+    let novel = parts.next()? == "1";
     let requests: u64 = parts.next()?.parse().ok()?;
     let values: Vec<f64> = parts.map(|p| p.parse().ok()).collect::<Option<_>>()?;
     let features = Features::from_slice(&values)?;
     Some(Entry {
         score,
         flagged_since: (since > 0).then_some(since),
+        novel,
         observed: SubjectFeatures { features, requests },
     })
 }

@@ -13,9 +13,11 @@ mod fleet_redis;
 mod fleet_state;
 mod load;
 mod model_slot;
+mod scoring;
 
 pub use cgroup::CgroupCpu;
-pub use flags::{Flag, FlagTracker};
+pub use flags::{Flag, FlagTracker, Scored};
+pub use scoring::{BegunFlag, SECOND_SIGNAL_DENIED_RATIO};
 pub use fleet_redis::fleet_for;
 pub use fleet_state::{FleetFuture, FleetState, Published};
 pub use load::{Band, LoadController, LoadSampler, SystemLoad};
@@ -23,11 +25,12 @@ pub use model_slot::ModelSlot;
 
 use crate::clock::Micros;
 use crate::engine::{Engine, SubjectStanding, Thresholds};
-use crate::features::{ActivityWindow, Features, SubjectActivity, SubjectFeatures, features_of};
+use crate::features::{ActivityWindow, SubjectActivity, SubjectFeatures, features_of};
 use crate::limit::KeyHash;
 use crate::policy::Policy;
 use crate::store::{Backend, SharedTotals};
 use fleet::FleetControl;
+use scoring::decide_with;
 use hashbrown::HashMap;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -67,6 +70,9 @@ impl ControlLoop {
     ) -> Self {
         let window_len = engine.policy().adaptive.anomaly.window;
         let fleet = fleet_for(engine.store()).map(FleetControl::new);
+        engine
+            .metrics()
+            .declare_flag_features(&scoring::TOP_FEATURE_LABELS);
         Self {
             engine,
             model,
@@ -132,7 +138,7 @@ impl ControlLoop {
                 let totals: Vec<(KeyHash, SubjectFeatures)> = self
                     .window
                     .totals(now)
-                    .map(|(subject, activity)| (subject, observe(&activity, now)))
+                    .map(|(subject, activity)| (subject, observe(&activity)))
                     .collect();
                 self.decide(&policy, now, totals)
             })),
@@ -178,17 +184,22 @@ impl ControlLoop {
     fn publish(&self, verdict: CycleOutcome, threshold: f64, report: &mut CycleReport) {
         report.active = verdict.observed.len();
         report.scored = verdict.scores.len();
-        // The gauge counts subjects at or over the threshold, not held ones.
+        // The gauge counts subjects at or over the threshold, not held ones nor novel ones
+        // whose score alone flags nothing.
         report.flagged = verdict
             .standings
             .values()
-            .filter(|s| s.abuse_score >= threshold)
+            .filter(|s| s.abuse_score >= threshold && !s.novel)
             .count();
         let metrics = self.engine.metrics();
         for score in &verdict.scores {
             metrics.abuse_score.observe(*score);
         }
         metrics.flagged_subjects.set(report.flagged as i64);
+        metrics.novel_subjects.set(verdict.novel as i64);
+        for flag in &verdict.begun {
+            flag.announce(&metrics);
+        }
         let scale = self.engine.scale_factors();
         scale.publish_standings(verdict.standings);
         scale.publish_observed(verdict.observed);
@@ -237,64 +248,26 @@ pub struct CycleOutcome {
     pub standings: HashMap<KeyHash, SubjectStanding>,
     pub scores: Vec<f64>,
     pub observed: HashMap<KeyHash, SubjectFeatures>,
+    /// Scored subjects with a feature outside the model's training range.
+    pub novel: usize,
+    /// The flags that began this cycle, with why.
+    pub begun: Vec<BegunFlag>,
 }
 
-fn observe_totals(totals: &SharedTotals, now: Micros) -> SubjectFeatures {
+fn observe_totals(totals: &SharedTotals) -> SubjectFeatures {
     SubjectFeatures {
         features: features_of(
             &totals.counts,
             totals.distinct_endpoints,
             totals.distinct_ips,
-            now,
         ),
         requests: totals.counts.requests,
     }
 }
 
-fn observe(activity: &SubjectActivity, now: Micros) -> SubjectFeatures {
+fn observe(activity: &SubjectActivity) -> SubjectFeatures {
     SubjectFeatures {
-        features: activity.features(now),
+        features: activity.features(),
         requests: activity.counters.requests,
-    }
-}
-
-/// Scores the subjects with enough requests and judges them.
-fn decide_with(
-    model: &ModelSlot,
-    judge: &mut FlagTracker,
-    policy: &Policy,
-    threshold: f64,
-    now: Micros,
-    totals: Vec<(KeyHash, SubjectFeatures)>,
-) -> CycleOutcome {
-    let anomaly = &policy.adaptive.anomaly;
-    let min_requests = anomaly.min_requests.get();
-    let (scores, scored) = match model.get() {
-        Some(model) => {
-            let eligible: Vec<(KeyHash, Features)> = totals
-                .iter()
-                .filter(|(_, o)| o.requests >= min_requests)
-                .map(|(s, o)| (*s, o.features))
-                .collect();
-            let features: Vec<Features> = eligible.iter().map(|(_, f)| *f).collect();
-            let scores = model.score_many(&features);
-            let scored: Vec<(KeyHash, f64)> = eligible
-                .iter()
-                .zip(&scores)
-                .map(|((s, _), score)| (*s, score.clamp(0.0, 1.0)))
-                .collect();
-            (scores, scored)
-        }
-        None => {
-            // No model: nobody is scored and nobody stays flagged.
-            judge.clear();
-            (Vec::new(), Vec::new())
-        }
-    };
-    let standings = judge.judge(now, &scored, threshold, anomaly.hold);
-    CycleOutcome {
-        standings,
-        scores,
-        observed: totals.into_iter().collect(),
     }
 }

@@ -105,6 +105,7 @@ impl<S: Store> Engine<S> {
                 trace.endpoint,
                 trace.ip,
                 denied,
+                decision.limit_usage,
             );
         }
     }

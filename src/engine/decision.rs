@@ -66,6 +66,10 @@ pub struct Decision {
     pub near_limit: bool,
     /// The effective limit of the first limit in `violated` (the one a denial names).
     pub violated_limit: Option<u64>,
+    /// The share of the most-used enforced limit, as written (before load or anomaly
+    /// scaling), in use after this request: 0 far from every limit, 1 at one. It feeds the
+    /// subject's `limit_usage` feature.
+    pub limit_usage: f64,
     /// Indexes into [`Resolved::limits`].
     pub headline: Option<usize>,
     pub violated: SmallVec<[usize; 4]>,
@@ -93,6 +97,7 @@ impl Decision {
             cost_exceeds_limit: findings.cost_exceeds_limit,
             near_limit: applied.admitted
                 && head.is_some_and(|o| o.remaining.saturating_mul(5) <= o.limit),
+            limit_usage: usage_as_written(&plan, applied),
             headline: findings.headline,
             violated_limit: findings
                 .violated
@@ -136,6 +141,25 @@ impl Decision {
     pub fn tier_name(&self) -> &str {
         self.resolved.scope_name()
     }
+}
+
+/// The largest share in use of an enforced limit, as written: the effective share times the
+/// scale the limit was checked at (a subject at half of a limit halved by the load factor
+/// uses a quarter of what its tier sells). A limit scaled to nothing says nothing.
+fn usage_as_written(plan: &Plan, applied: &Applied) -> f64 {
+    applied
+        .checks
+        .iter()
+        .enumerate()
+        .filter(|(i, c)| {
+            c.outcome.limit > 0 && plan.resolved.limit(*i).is_some_and(|l| !l.shadow)
+        })
+        .map(|(i, c)| {
+            let o = c.outcome;
+            let used = o.limit.saturating_sub(o.remaining) as f64 / o.limit as f64;
+            (used * plan.scales(i).enforced).clamp(0.0, 1.0)
+        })
+        .fold(0.0, f64::max)
 }
 
 /// What the outcomes of one request's checks add up to.

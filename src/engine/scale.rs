@@ -70,13 +70,17 @@ pub struct SubjectStanding {
     pub abuse_score: f64,
     /// The end of the subject's flag's `hold` (0: no flag held).
     pub held_until: Micros,
+    /// Outside the model's training range with no second signal agreeing: the score alone
+    /// flags nothing.
+    pub novel: bool,
 }
 
 impl SubjectStanding {
-    /// Flagged at `now` under the live `threshold`: the score is at or over it, or a flag is
-    /// still held. The threshold is read per decision, so an admin change applies at once.
+    /// Flagged at `now` under the live `threshold`: the score is at or over it (and not
+    /// novel), or a flag is still held. The threshold is read per decision, so an admin
+    /// change applies at once.
     pub fn flagged(&self, threshold: f64, now: Micros) -> bool {
-        self.abuse_score >= threshold || now < self.held_until
+        (self.abuse_score >= threshold && !self.novel) || now < self.held_until
     }
 }
 

@@ -14,10 +14,14 @@ pub type Sketch = CardinalityEstimator<u64, wyhash::WyHash, 8, 6>;
 pub use crate::store::ActivityCounts as Counters;
 
 impl Counters {
-    /// Counts one decision; `gap` is the time since the subject's previous request, if known.
-    pub fn record_request(&mut self, at: Micros, gap: Option<Micros>, denied: bool) {
+    /// Counts one decision; `gap` is the time since the subject's previous request, if known,
+    /// and `usage` the share of its most-used limit the subject had used after it.
+    pub fn record_request(&mut self, at: Micros, gap: Option<Micros>, denied: bool, usage: f64) {
         self.requests += 1;
         self.denied += u64::from(denied);
+        if usage.is_finite() {
+            self.usage_sum += usage.clamp(0.0, 1.0);
+        }
         self.first = self.first.min(at);
         self.last = self.last.max(at);
         if let Some(gap) = gap {
@@ -28,10 +32,13 @@ impl Counters {
         }
     }
 
-    /// Counts one upstream status; 4xx are the client errors abuse causes (401, 403, 404, 429).
+    /// Counts one upstream status. 4xx are the client errors abuse causes, split by kind:
+    /// authentication failures (401, 403), not found (404), and the rest (400, 409, 422, ...).
     pub fn record_status(&mut self, status: u16) {
         self.reports += 1;
         self.client_errors += u64::from((400..500).contains(&status));
+        self.auth_failures += u64::from(matches!(status, 401 | 403));
+        self.not_found += u64::from(status == 404);
     }
 
     pub fn add(&mut self, other: &Counters) {
@@ -39,6 +46,9 @@ impl Counters {
         self.denied += other.denied;
         self.reports += other.reports;
         self.client_errors += other.client_errors;
+        self.auth_failures += other.auth_failures;
+        self.not_found += other.not_found;
+        self.usage_sum += other.usage_sum;
         self.first = self.first.min(other.first);
         self.last = self.last.max(other.last);
         self.gaps += other.gaps;
@@ -63,8 +73,9 @@ impl SubjectActivity {
         endpoint: u64,
         ip: Option<u64>,
         denied: bool,
+        usage: f64,
     ) {
-        self.counters.record_request(at, gap, denied);
+        self.counters.record_request(at, gap, denied, usage);
         self.endpoints.insert_hash(endpoint);
         if let Some(ip) = ip {
             self.ips.insert_hash(ip);
@@ -77,32 +88,30 @@ impl SubjectActivity {
         self.ips.merge(&other.ips);
     }
 
-    /// The features at `now`, with `distinct` counts given (from the sketches here, or from
-    /// the shared store's HyperLogLogs).
-    pub fn features(&self, now: Micros) -> Features {
+    /// The features, with distinct counts from the sketches here (the shared store's
+    /// HyperLogLogs give them in fleet mode).
+    pub fn features(&self) -> Features {
         features_of(
             &self.counters,
             self.endpoints.estimate() as u64,
             self.ips.estimate() as u64,
-            now,
         )
     }
 }
 
-/// Features from summed counters and distinct counts, normalised by the span observed: from
-/// the first request still counted to `now`, at least one second. (The window's oldest bucket
-/// may reach a little past the window; its requests and its span are counted together.)
+/// Features from summed counters and distinct counts: shares of the subject's requests or
+/// reports, so none depends on the window's length or on how busy the subject is in
+/// absolute terms (a rate means nothing without the limits that allow it; `limit_usage`
+/// carries that, relative to the subject's own limits).
 pub fn features_of(
     c: &Counters,
     distinct_endpoints: u64,
     distinct_ips: u64,
-    now: Micros,
 ) -> Features {
     if c.requests == 0 {
         return Features::default();
     }
     let requests = c.requests as f64;
-    let span = (now.saturating_sub(c.first) as f64 / 1e6).max(1.0);
     let per_request = |n: u64| n.min(c.requests) as f64 / requests;
     let cv = if c.gaps >= 2 {
         let n = c.gaps as f64;
@@ -116,18 +125,24 @@ pub fn features_of(
     } else {
         0.0
     };
-    Features {
-        requests_per_second: requests / span,
-        endpoints_per_request: per_request(distinct_endpoints),
-        ips_per_request: per_request(distinct_ips),
-        client_error_ratio: if c.reports == 0 {
+    let share_of_reports = |n: u64| {
+        if c.reports == 0 {
             0.0
         } else {
-            c.client_errors as f64 / c.reports as f64
-        },
+            n.min(c.reports) as f64 / c.reports as f64
+        }
+    };
+    let other_errors = c.client_errors.saturating_sub(c.auth_failures + c.not_found);
+    Features {
+        limit_usage: (c.usage_sum / requests).clamp(0.0, 1.0),
         denied_ratio: c.denied as f64 / requests,
+        endpoints_per_request: per_request(distinct_endpoints),
+        ips_per_request: per_request(distinct_ips),
+        auth_failure_ratio: share_of_reports(c.auth_failures),
+        not_found_ratio: share_of_reports(c.not_found),
+        other_client_error_ratio: share_of_reports(other_errors),
         interarrival_cv: cv,
     }
 }
 
-const _: () = assert!(FEATURE_COUNT == 6);
+const _: () = assert!(FEATURE_COUNT == 8);

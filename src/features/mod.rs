@@ -18,30 +18,42 @@ use serde::{Deserialize, Serialize};
 
 /// The names of [`Features::to_array`]'s columns, in order (model files list them).
 pub const FEATURE_NAMES: [&str; FEATURE_COUNT] = [
-    "requests_per_second",
+    "limit_usage",
+    "denied_ratio",
     "endpoints_per_request",
     "ips_per_request",
-    "client_error_ratio",
-    "denied_ratio",
+    "auth_failure_ratio",
+    "not_found_ratio",
+    "other_client_error_ratio",
     "interarrival_cv",
 ];
 
-pub const FEATURE_COUNT: usize = 6;
+pub const FEATURE_COUNT: usize = 8;
 
-/// A subject's features over the span observed in the window.
+/// A subject's features over the anomaly window. Every one is a share or a shape, never an
+/// absolute rate: how fast a subject may go is the policy's business (its tier and endpoint
+/// limits), so speed enters only as `limit_usage`, relative to the subject's own limits, and
+/// a heavy client within what its tier sells looks like a light one.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
 pub struct Features {
-    /// Requests per second since the subject's first request in the window.
-    pub requests_per_second: f64,
+    /// Mean over the requests of the share of the subject's most-used enforced limit, as
+    /// written (before load or anomaly scaling), in use after each: 0 far from every limit,
+    /// 1 at one.
+    pub limit_usage: f64,
+    /// Share of the subject's requests denied by the limits as written (not by the load or
+    /// anomaly scaling).
+    pub denied_ratio: f64,
     /// Distinct endpoints (paths) per request: scrapers and enumerators walk many.
     pub endpoints_per_request: f64,
     /// Distinct client addresses per request: high for traffic spread over many addresses.
     pub ips_per_request: f64,
-    /// Share of reported upstream statuses that were 4xx (`/v1/report`); 0 without reports.
-    pub client_error_ratio: f64,
-    /// Share of the subject's requests denied by the limits as written (not by the load or
-    /// anomaly scaling).
-    pub denied_ratio: f64,
+    /// Share of reported upstream statuses (`/v1/report`) that were 401 or 403; 0 without
+    /// reports.
+    pub auth_failure_ratio: f64,
+    /// Share of reported upstream statuses that were 404.
+    pub not_found_ratio: f64,
+    /// Share of reported upstream statuses that were another 4xx (400, 409, 422, 429, ...).
+    pub other_client_error_ratio: f64,
     /// Coefficient of variation of the gaps between requests (0 = a metronome; about 1 for
     /// random arrivals; more for bursts); at most [`MAX_CV`].
     pub interarrival_cv: f64,
@@ -61,24 +73,28 @@ pub const MAX_CV: f64 = 10.0;
 impl Features {
     /// The inverse of [`Features::to_array`]; `None` unless exactly the right count.
     pub fn from_slice(values: &[f64]) -> Option<Self> {
-        let [a, b, c, d, e, f] = <[f64; FEATURE_COUNT]>::try_from(values).ok()?;
+        let [a, b, c, d, e, f, g, h] = <[f64; FEATURE_COUNT]>::try_from(values).ok()?;
         Some(Self {
-            requests_per_second: a,
-            endpoints_per_request: b,
-            ips_per_request: c,
-            client_error_ratio: d,
-            denied_ratio: e,
-            interarrival_cv: f,
+            limit_usage: a,
+            denied_ratio: b,
+            endpoints_per_request: c,
+            ips_per_request: d,
+            auth_failure_ratio: e,
+            not_found_ratio: f,
+            other_client_error_ratio: g,
+            interarrival_cv: h,
         })
     }
 
     pub fn to_array(&self) -> [f64; FEATURE_COUNT] {
         [
-            self.requests_per_second,
+            self.limit_usage,
+            self.denied_ratio,
             self.endpoints_per_request,
             self.ips_per_request,
-            self.client_error_ratio,
-            self.denied_ratio,
+            self.auth_failure_ratio,
+            self.not_found_ratio,
+            self.other_client_error_ratio,
             self.interarrival_cv,
         ]
     }

@@ -95,12 +95,13 @@ impl Recorder {
         endpoint: u64,
         ip: Option<u64>,
         denied: bool,
+        usage: f64,
     ) {
         self.with_entry(subject, at, |entry| {
             let gap = entry.last_seen.map(|last| at.saturating_sub(last));
             entry.last_seen = Some(entry.last_seen.map_or(at, |last| last.max(at)));
             let pending = &mut entry.pending;
-            pending.counters.record_request(at, gap, denied);
+            pending.counters.record_request(at, gap, denied, usage);
             insert_distinct(&mut pending.endpoints, endpoint);
             if let Some(ip) = ip {
                 insert_distinct(&mut pending.ips, ip);

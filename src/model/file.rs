@@ -2,9 +2,11 @@
 //! message naming the problem.
 //!
 //! ```json
-//! { "format": "ratewarden-abuse-model", "format_version": "1", "version": "logistic-3f2a9c1b",
-//!   "kind": "logistic", "features": ["requests_per_second", ...],
-//!   "preprocessing": { "transforms": [...], "mean": [...], "scale": [...] },
+//! { "format": "ratewarden-abuse-model", "format_version": "2", "version": "logistic-3f2a9c1b",
+//!   "kind": "logistic", "features": ["limit_usage", ...],
+//!   "preprocessing": { "transforms": [...], "mean": [...], "scale": [...],
+//!                      "low": [...], "high": [...] },
+//!   "evidence": { "half_weight_requests": 30, "max_logit": 8, "prior_logit": -2.1 },
 //!   "parameters": { "weights": [...], "interactions": [...], "intercept": -4.2 },
 //!   "training": { ... }, "evaluation": { "precision": 0.99, ... } }
 //! ```
@@ -13,6 +15,7 @@
 //! `null` (what a NaN becomes in JSON) is refused by name rather than as a type error.
 
 use super::evaluate::Evaluation;
+use super::evidence::Evidence;
 use super::logistic::{Logistic, PAIRS};
 use super::mixture::{Component, Mixture};
 use super::scaler::{Scaler, Transform};
@@ -22,7 +25,7 @@ use serde::{Deserialize, Serialize};
 use std::path::PathBuf;
 
 pub const FORMAT: &str = "ratewarden-abuse-model";
-pub const FORMAT_VERSION: &str = "1";
+pub const FORMAT_VERSION: &str = "2";
 
 #[derive(Debug, thiserror::Error)]
 pub enum ModelError {
@@ -51,6 +54,12 @@ pub enum Problem {
     Format(String),
     #[error("format_version {0:?} is not supported (this build reads \"{FORMAT_VERSION}\")")]
     FormatVersion(String),
+    #[error(
+        "format_version \"1\" was trained on features this build no longer computes (an absolute \
+         request rate, one error ratio) and has no training ranges or evidence settings; \
+         retrain it with `ratewarden train` (this build reads \"{FORMAT_VERSION}\")"
+    )]
+    RetiredVersion,
     #[error("unknown kind {0:?} (this build knows \"logistic\" and \"gmm\")")]
     UnknownKind(String),
     #[error("features {found:?} do not match this build's {expected:?}")]
@@ -79,6 +88,7 @@ struct RawModel {
     kind: Option<String>,
     features: Option<Vec<String>>,
     preprocessing: Option<RawPreprocessing>,
+    evidence: Option<RawEvidence>,
     parameters: Option<serde_json::Value>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     training: Option<Training>,
@@ -91,6 +101,16 @@ struct RawPreprocessing {
     transforms: Vec<Transform>,
     mean: Vec<Option<f64>>,
     scale: Vec<Option<f64>>,
+    low: Option<Vec<Option<f64>>>,
+    high: Option<Vec<Option<f64>>>,
+}
+
+#[derive(Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawEvidence {
+    half_weight_requests: Option<f64>,
+    max_logit: Option<f64>,
+    prior_logit: Option<f64>,
 }
 
 #[derive(Serialize, Deserialize)]
@@ -127,6 +147,9 @@ pub fn parse(text: &str) -> Result<Model, Problem> {
     let format_version = raw
         .format_version
         .ok_or(Problem::Missing("format_version"))?;
+    if format_version == "1" {
+        return Err(Problem::RetiredVersion);
+    }
     if format_version != FORMAT_VERSION {
         return Err(Problem::FormatVersion(format_version));
     }
@@ -147,6 +170,7 @@ pub fn parse(text: &str) -> Result<Model, Problem> {
         });
     }
     let scaler = preprocessing(raw.preprocessing.ok_or(Problem::Missing("preprocessing"))?)?;
+    let evidence = evidence(raw.evidence.ok_or(Problem::Missing("evidence"))?)?;
     let parameters = raw.parameters.ok_or(Problem::Missing("parameters"))?;
     let scorer = match kind {
         ModelKind::Logistic => Scorer::Logistic(logistic(parameters)?),
@@ -156,6 +180,7 @@ pub fn parse(text: &str) -> Result<Model, Problem> {
         version,
         scaler,
         scorer,
+        evidence,
         training: raw.training,
         evaluation: raw.evaluation,
     })
@@ -197,6 +222,13 @@ pub fn render(model: &Model) -> String {
             transforms: model.scaler.transforms.to_vec(),
             mean: model.scaler.mean.iter().map(|v| Some(*v)).collect(),
             scale: model.scaler.scale.iter().map(|v| Some(*v)).collect(),
+            low: Some(model.scaler.low.iter().map(|v| Some(*v)).collect()),
+            high: Some(model.scaler.high.iter().map(|v| Some(*v)).collect()),
+        }),
+        evidence: Some(RawEvidence {
+            half_weight_requests: Some(model.evidence.half_weight_requests),
+            max_logit: Some(model.evidence.max_logit),
+            prior_logit: Some(model.evidence.prior_logit),
         }),
         parameters: Some(parameters),
         training: model.training.clone(),
@@ -252,11 +284,39 @@ fn preprocessing(raw: RawPreprocessing) -> Result<Scaler, Problem> {
             "must be positive",
         ));
     }
+    let low = numbers(
+        "preprocessing.low",
+        &raw.low.ok_or(Problem::Missing("preprocessing.low"))?,
+    )?;
+    let high = numbers(
+        "preprocessing.high",
+        &raw.high.ok_or(Problem::Missing("preprocessing.high"))?,
+    )?;
+    if let Some(i) = (0..FEATURE_COUNT).find(|&i| low[i] > high[i]) {
+        return Err(field(
+            &format!("preprocessing.low[{i}]"),
+            "must not exceed preprocessing.high",
+        ));
+    }
     Ok(Scaler {
         transforms,
         mean,
         scale,
+        low,
+        high,
     })
+}
+
+fn evidence(raw: RawEvidence) -> Result<Evidence, Problem> {
+    let evidence = Evidence {
+        half_weight_requests: finite(|| "evidence.half_weight_requests".into(), raw.half_weight_requests)?,
+        max_logit: finite(|| "evidence.max_logit".into(), raw.max_logit)?,
+        prior_logit: finite(|| "evidence.prior_logit".into(), raw.prior_logit)?,
+    };
+    evidence
+        .check()
+        .map_err(|(name, problem)| field(&format!("evidence.{name}"), problem))?;
+    Ok(evidence)
 }
 
 fn parameters<T: serde::de::DeserializeOwned>(value: serde_json::Value) -> Result<T, Problem> {

@@ -7,11 +7,18 @@
 //! - `gmm` (unsupervised, unlabelled traffic): a Gaussian mixture; the score is the share of
 //!   training traffic more typical than the subject (0.99 = rarer than 99 % of it).
 //!
+//! Either way the score is then bounded and weighed by the evidence behind it
+//! ([`evidence`]), features outside the range the model was trained on are scored at the
+//! range's edge and the subject reported novel ([`scaler`]), and a logistic score can be
+//! taken apart feature by feature ([`explain`]).
+//!
 //! Scoring evaluates the stored parameters by hand (a few dozen multiplications a subject),
 //! so a control cycle scores 100,000 subjects in a few milliseconds.
 
 pub mod command;
 pub mod evaluate;
+pub mod evidence;
+mod explain;
 mod file;
 pub mod logistic;
 pub mod mixture;
@@ -20,9 +27,11 @@ pub mod scaler;
 pub mod train;
 
 pub use evaluate::Evaluation;
+pub use evidence::Evidence;
+pub use explain::{Contribution, Explanation};
 pub use file::{FORMAT, FORMAT_VERSION, ModelError, Problem};
 
-use crate::features::Features;
+use crate::features::{FEATURE_COUNT, SubjectFeatures};
 use logistic::Logistic;
 use mixture::Mixture;
 use scaler::Scaler;
@@ -90,16 +99,32 @@ pub struct Model {
     version: String,
     scaler: Scaler,
     scorer: Scorer,
+    evidence: Evidence,
     training: Option<Training>,
     evaluation: Option<Evaluation>,
 }
 
+/// What the model says of one subject.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Assessment {
+    /// The abuse score in [0, 1], after the evidence rule.
+    pub score: f64,
+    /// Some feature lies outside the range the training data covered.
+    pub novel: bool,
+}
+
 impl Model {
-    pub(crate) fn new(scaler: Scaler, scorer: Scorer, training: Training) -> Model {
+    pub(crate) fn new(
+        scaler: Scaler,
+        scorer: Scorer,
+        evidence: Evidence,
+        training: Training,
+    ) -> Model {
         let mut model = Model {
             version: String::new(),
             scaler,
             scorer,
+            evidence,
             training: Some(training),
             evaluation: None,
         };
@@ -162,23 +187,46 @@ impl Model {
         self.evaluation = Some(evaluation);
     }
 
-    /// The abuse score of one subject, in [0, 1].
+    pub fn evidence(&self) -> &Evidence {
+        &self.evidence
+    }
+
+    /// The model's own logit of a standardised row, before the evidence rule.
     #[inline]
-    pub fn score(&self, features: &Features) -> f64 {
-        let x = self.scaler.apply(features);
-        let score = match &self.scorer {
-            Scorer::Logistic(l) => l.probability(&x),
-            Scorer::Mixture(m) => m.score(&x),
-        };
-        if score.is_nan() {
-            0.0
-        } else {
-            score.clamp(0.0, 1.0)
+    fn raw_logit(&self, x: &[f64; FEATURE_COUNT]) -> f64 {
+        match &self.scorer {
+            Scorer::Logistic(l) => l.logit(x),
+            Scorer::Mixture(m) => {
+                let p = m.score(x).clamp(1e-9, 1.0 - 1e-9);
+                (p / (1.0 - p)).ln()
+            }
         }
     }
 
+    /// The score of one subject from its features and the requests behind them.
+    #[inline]
+    pub fn assess(&self, observed: &SubjectFeatures) -> Assessment {
+        let x = self.scaler.apply(&observed.features);
+        let logit = self.evidence.apply(self.raw_logit(&x), observed.requests);
+        let score = logistic::sigmoid(logit);
+        Assessment {
+            score: if score.is_nan() {
+                0.0
+            } else {
+                score.clamp(0.0, 1.0)
+            },
+            novel: self.scaler.outside(&observed.features).next().is_some(),
+        }
+    }
+
+    /// The abuse score of one subject, in [0, 1].
+    #[inline]
+    pub fn score(&self, observed: &SubjectFeatures) -> f64 {
+        self.assess(observed).score
+    }
+
     /// Scores many subjects (a control cycle's worth), in order.
-    pub fn score_many(&self, features: &[Features]) -> Vec<f64> {
-        features.iter().map(|f| self.score(f)).collect()
+    pub fn score_many(&self, observed: &[SubjectFeatures]) -> Vec<f64> {
+        observed.iter().map(|o| self.score(o)).collect()
     }
 }

@@ -9,8 +9,8 @@
 //! the error ratio (a denied request never reaches the upstream, so nothing reports it).
 
 use crate::clock::{ManualClock, Micros, micros};
-use crate::engine::{CheckRequest, Cost, Engine, SubjectHasher};
-use crate::features::{ActivityWindow, Features, Recorder};
+use crate::engine::{CheckRequest, Cost, Decision, Engine, SubjectHasher};
+use crate::features::{ActivityWindow, Features, Recorder, SubjectFeatures};
 use crate::limit::KeyHash;
 use crate::policy::Policy;
 use crate::simulate::{Label, TrafficRecord};
@@ -56,7 +56,19 @@ pub struct Sample {
     /// Index into [`Samples::subjects`].
     pub subject: u32,
     pub features: Features,
+    /// Requests in the window: the evidence behind the features.
+    pub requests: u64,
     pub abuse: bool,
+}
+
+impl Sample {
+    /// The features as the control loop scores them: with the requests behind them.
+    pub fn observed(&self) -> SubjectFeatures {
+        SubjectFeatures {
+            features: self.features,
+            requests: self.requests,
+        }
+    }
 }
 
 #[derive(Debug, Clone, PartialEq)]
@@ -121,7 +133,7 @@ pub async fn feature_samples(
             sampler.out.undecidable += 1;
             continue;
         };
-        sampler.record(subject, now, record, decision.allowed);
+        sampler.record(subject, now, record, &decision);
         if done % 16_384 == 0 {
             progress(done as u64);
         }
@@ -193,7 +205,8 @@ impl<'a> Sampler<'a> {
             if let Some(&index) = self.ids.get(&subject) {
                 self.out.samples.push(Sample {
                     subject: index,
-                    features: activity.features(at),
+                    features: activity.features(),
+                    requests: activity.counters.requests,
                     abuse: self.out.subjects[index as usize].abuse,
                 });
             }
@@ -218,12 +231,19 @@ impl<'a> Sampler<'a> {
     }
 
     /// Counts a decided request and records it (and, when allowed, its upstream status).
-    fn record(&mut self, subject: KeyHash, now: Micros, record: &TrafficRecord, allowed: bool) {
+    fn record(&mut self, subject: KeyHash, now: Micros, record: &TrafficRecord, decision: &Decision) {
+        let allowed = decision.allowed;
         self.out.requests += 1;
         self.out.denied += u64::from(!allowed);
         let ip_hash = record.ip.as_deref().map(hash64);
-        self.recorder
-            .record_request(subject, now, hash64(&record.endpoint), ip_hash, !allowed);
+        self.recorder.record_request(
+            subject,
+            now,
+            hash64(&record.endpoint),
+            ip_hash,
+            !allowed,
+            decision.limit_usage,
+        );
         if let (true, Some(status)) = (allowed, record.status) {
             self.recorder.record_status(subject, now, status);
         }

@@ -1,9 +1,12 @@
-//! Feature preprocessing stored in the model: a per-column transform, then standardisation.
+//! Feature preprocessing stored in the model: a per-column transform, the range the training
+//! data covered, then standardisation.
 //!
-//! Rates span orders of magnitude (a poller at 0.01/s, a scraper at 3/s), so they are taken
-//! as `ln(1 + x)` before the mean and deviation of the training data bring every column to
-//! a comparable scale; the same numbers are applied when scoring, so a model file carries
-//! everything needed to turn [`Features`] into what it was trained on.
+//! The gaps' coefficient of variation is heavy-tailed, so it is taken as `ln(1 + x)` before
+//! the mean and deviation of the training data bring every column to a comparable scale.
+//! A value outside the range the model saw is brought back to its edge before scoring: a
+//! model must not extrapolate to certainty from behaviour it never met (the subject is
+//! reported novel instead). The same numbers are applied when scoring, so a model file
+//! carries everything needed to turn [`Features`] into what it was trained on.
 
 use crate::features::{FEATURE_COUNT, Features};
 use serde::{Deserialize, Serialize};
@@ -26,10 +29,12 @@ impl Transform {
     }
 }
 
-/// The transforms this build trains with: log of the request rate and of the gaps'
-/// coefficient of variation; the shares are already in [0, 1].
+/// The transforms this build trains with: log of the gaps' coefficient of variation; the
+/// shares are already in [0, 1].
 pub const DEFAULT_TRANSFORMS: [Transform; FEATURE_COUNT] = [
-    Transform::Log1p,
+    Transform::Identity,
+    Transform::Identity,
+    Transform::Identity,
     Transform::Identity,
     Transform::Identity,
     Transform::Identity,
@@ -37,12 +42,19 @@ pub const DEFAULT_TRANSFORMS: [Transform; FEATURE_COUNT] = [
     Transform::Log1p,
 ];
 
-/// Per column: transform, then `(x - mean) / scale`. `scale` is positive and finite.
+/// How far past the training range (in transformed units) a value may lie and still count
+/// as seen: rounding, not behaviour.
+const RANGE_TOLERANCE: f64 = 1e-9;
+
+/// Per column: transform, clamp to `[low, high]` (the training data's range, transformed),
+/// then `(x - mean) / scale`. `scale` is positive and finite; `low <= high`.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Scaler {
     pub transforms: [Transform; FEATURE_COUNT],
     pub mean: [f64; FEATURE_COUNT],
     pub scale: [f64; FEATURE_COUNT],
+    pub low: [f64; FEATURE_COUNT],
+    pub high: [f64; FEATURE_COUNT],
 }
 
 impl Scaler {
@@ -66,21 +78,42 @@ impl Scaler {
             let sd = (s / n).sqrt();
             if sd.is_finite() && sd > 1e-9 { sd } else { 1.0 }
         });
+        let (mut low, mut high) = ([f64::INFINITY; FEATURE_COUNT], [f64::NEG_INFINITY; FEATURE_COUNT]);
+        for row in rows {
+            for (j, v) in transformed(&transforms, row).into_iter().enumerate() {
+                low[j] = low[j].min(v);
+                high[j] = high[j].max(v);
+            }
+        }
+        if rows.is_empty() {
+            (low, high) = (mean, mean);
+        }
         Scaler {
             transforms,
             mean,
             scale,
+            low,
+            high,
         }
     }
 
-    /// The standardised row the model sees. A non-finite input counts as 0.
+    /// The standardised row the model sees, each column brought within the training range
+    /// first. A non-finite input counts as 0.
     #[inline]
     pub fn apply(&self, features: &Features) -> [f64; FEATURE_COUNT] {
         let mut x = transformed(&self.transforms, features);
-        for ((v, mean), scale) in x.iter_mut().zip(&self.mean).zip(&self.scale) {
-            *v = (*v - mean) / scale;
+        for (j, v) in x.iter_mut().enumerate() {
+            *v = (v.clamp(self.low[j], self.high[j]) - self.mean[j]) / self.scale[j];
         }
         x
+    }
+
+    /// The columns whose value lies outside the range the training data covered.
+    pub fn outside(&self, features: &Features) -> impl Iterator<Item = usize> + '_ {
+        let x = transformed(&self.transforms, features);
+        (0..FEATURE_COUNT).filter(move |&j| {
+            x[j] < self.low[j] - RANGE_TOLERANCE || x[j] > self.high[j] + RANGE_TOLERANCE
+        })
     }
 }
 

@@ -9,6 +9,7 @@ use super::evaluate::{Evaluation, evaluate};
 use super::logistic::Logistic;
 use super::mixture::{MAX_COMPONENTS, Mixture};
 use super::samples::{Sample, Samples};
+use super::evidence::Evidence;
 use super::scaler::{DEFAULT_TRANSFORMS, Scaler};
 use super::{Model, ModelKind, Scorer, Training};
 use crate::features::{FEATURE_COUNT, Features};
@@ -18,6 +19,10 @@ use rand_chacha::ChaCha8Rng;
 
 /// The most rows the mixture is fitted on (EM is the slow part); drawn evenly at random.
 const MAX_MIXTURE_ROWS: usize = 40_000;
+
+/// The share of abuse a `gmm` model's scores are pulled towards with little evidence (it
+/// learns from unlabelled traffic, so it cannot know the real share).
+const GMM_PRIOR_SHARE: f64 = 0.05;
 
 #[derive(Debug, thiserror::Error)]
 pub enum TrainError {
@@ -160,9 +165,10 @@ pub fn train(samples: &Samples, options: &TrainOptions) -> Result<TrainReport, T
     let (fit, calibrate, held_out) = (in_part(0), in_part(1), in_part(2));
     let split = [0u8, 1, 2].map(|p| part.iter().filter(|&&x| x == p).count());
     let features = |rows: &[&Sample]| rows.iter().map(|s| s.features).collect::<Vec<Features>>();
+    let observed = |rows: &[&Sample]| rows.iter().map(|s| s.observed()).collect::<Vec<_>>();
     let labels = |rows: &[&Sample]| rows.iter().map(|s| s.abuse).collect::<Vec<bool>>();
 
-    let (scaler, scorer, uncalibrated, fitted_on) = match options.kind {
+    let (scaler, scorer, evidence, uncalibrated, fitted_on) = match options.kind {
         ModelKind::Logistic => {
             if !samples.labelled {
                 return Err(TrainError::Unlabelled);
@@ -178,15 +184,20 @@ pub fn train(samples: &Samples, options: &TrainOptions) -> Result<TrainReport, T
             };
             let raw = Logistic::fit(&rows(&fit), &labels(&fit))?;
             let calibrated = raw.calibrated(&rows(&calibrate), &labels(&calibrate))?;
+            let abuse_share =
+                fit.iter().filter(|s| s.abuse).count() as f64 / fit.len().max(1) as f64;
+            let evidence = Evidence::with_prior(abuse_share);
             let uncalibrated = Model::new(
                 scaler.clone(),
                 Scorer::Logistic(raw),
+                evidence,
                 training(options, 0, 0),
             );
             let fitted_on = fit.len() + calibrate.len();
             (
                 scaler,
                 Scorer::Logistic(calibrated),
+                evidence,
                 Some(uncalibrated),
                 fitted_on,
             )
@@ -202,19 +213,25 @@ pub fn train(samples: &Samples, options: &TrainOptions) -> Result<TrainReport, T
             let rows: Vec<[f64; FEATURE_COUNT]> =
                 pool.iter().map(|s| scaler.apply(&s.features)).collect();
             let mixture = Mixture::fit(&rows, options.components)?;
-            (scaler, Scorer::Mixture(mixture), None, rows.len())
+            let evidence = Evidence::with_prior(GMM_PRIOR_SHARE);
+            (scaler, Scorer::Mixture(mixture), evidence, None, rows.len())
         }
     };
     let fit_subjects = split[0] + split[1];
-    let mut model = Model::new(scaler, scorer, training(options, fit_subjects, fitted_on));
+    let mut model = Model::new(
+        scaler,
+        scorer,
+        evidence,
+        training(options, fit_subjects, fitted_on),
+    );
     let measure = |m: &Model| {
-        let scores = m.score_many(&features(&held_out));
+        let scores = m.score_many(&observed(&held_out));
         let subjects: Vec<u32> = held_out.iter().map(|s| s.subject).collect();
         evaluate(&scores, &labels(&held_out), &subjects, options.threshold)
     };
     let held_out_eval = measure(&model);
     model.set_evaluation(held_out_eval.clone());
-    let scores = model.score_many(&features(&held_out));
+    let scores = model.score_many(&observed(&held_out));
     Ok(TrainReport {
         uncalibrated: uncalibrated.as_ref().map(measure),
         archetypes: by_archetype(samples, &held_out, &scores, options.threshold),

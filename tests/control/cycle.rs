@@ -100,7 +100,7 @@ async fn recorded_traffic_becomes_exact_features_that_leave_with_the_window() {
     let (engine, clock) = engine(&without_model(EXAMPLE_POLICY));
     let mut control = control(&engine, &[]);
     // 30 requests a second apart, over 3 endpoints and 2 addresses; the /api/export rule
-    // (5 a minute) denies some; 10 reports, 4 of them 4xx.
+    // (5 a minute) denies some; 10 reports: four 401, one 404, one 409.
     for i in 0..30u32 {
         let endpoint = ["/a", "/b", "/api/export"][i as usize % 3];
         let mut request = CheckRequest::new("alice", endpoint);
@@ -116,7 +116,13 @@ async fn recorded_traffic_becomes_exact_features_that_leave_with_the_window() {
         );
         engine.check(&request).await.unwrap();
         if i < 10 {
-            engine.report("alice", if i < 4 { 401 } else { 200 });
+            let status = match i {
+                0..4 => 401,
+                4 => 404,
+                5 => 409,
+                _ => 200,
+            };
+            engine.report("alice", status);
         }
         clock.advance(Duration::from_secs(1));
     }
@@ -133,11 +139,14 @@ async fn recorded_traffic_becomes_exact_features_that_leave_with_the_window() {
         .expect("alice was active");
     let f = observed.features;
     assert_eq!(observed.requests, 30);
-    // First request at START, the cycle at START + 30 s.
-    assert_eq!(f.requests_per_second, 1.0);
     assert_eq!(f.endpoints_per_request, 3.0 / 30.0);
     assert_eq!(f.ips_per_request, 2.0 / 30.0);
-    assert_eq!(f.client_error_ratio, 0.4);
+    assert_eq!(f.auth_failure_ratio, 0.4);
+    assert_eq!(f.not_found_ratio, 0.1);
+    assert_eq!(f.other_client_error_ratio, 0.1);
+    // Every third request reaches /api/export's 5 a minute (1/5 after the first, then 2/5
+    // ...); /a and /b share the default rule's 50 a minute.
+    assert!(f.limit_usage > 0.2 && f.limit_usage < 1.0, "{f:?}");
     // /api/export: 10 requests in 30 s, windows of a minute aligned to the epoch: the 6th
     // and later in one window are denied. Count what the engine denied.
     assert!(f.denied_ratio > 0.0 && f.denied_ratio < 1.0 / 3.0, "{f:?}");
@@ -177,6 +186,7 @@ async fn only_the_policys_own_denials_count_in_denied_ratio() {
         SubjectStanding {
             abuse_score: 0.99,
             held_until: START + 3_600_000_000,
+            novel: false,
         },
     );
     let reasons = burst("flagged", 10).await;

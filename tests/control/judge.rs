@@ -1,11 +1,19 @@
 //! Flags: at or over the threshold flags; a flag lasts at least `hold`, then ends at the
 //! first score below the threshold; a quiet flagged subject stays flagged until its hold ends.
 
-use ratewarden::control::FlagTracker;
+use ratewarden::control::{FlagTracker, Scored};
 use ratewarden::limit::KeyHash;
 use std::time::Duration;
 
 const S: u64 = 1_000_000;
+
+fn one(subject: KeyHash, score: f64) -> [Scored; 1] {
+    [Scored {
+        subject,
+        score,
+        novel: false,
+    }]
+}
 
 #[test]
 fn a_flag_is_held_then_released_when_the_score_drops() {
@@ -13,11 +21,11 @@ fn a_flag_is_held_then_released_when_the_score_drops() {
     let a = KeyHash(1);
     let hold = Duration::from_secs(10);
     let at = |t: u64, score: f64, judge: &mut FlagTracker| {
-        judge.judge(t * S, &[(a, score)], 0.8, hold)[&a].flagged(0.8, t * S)
+        judge.judge(t * S, &one(a, score), 0.8, hold)[&a].flagged(0.8, t * S)
     };
     assert!(!at(0, 0.79, &mut judge), "below the threshold");
     assert!(at(1, 0.8, &mut judge), "at the threshold");
-    let held = judge.judge(5 * S, &[(a, 0.1)], 0.8, hold)[&a];
+    let held = judge.judge(5 * S, &one(a, 0.1), 0.8, hold)[&a];
     assert!(held.flagged(0.8, 5 * S), "held: 4 s of a 10 s hold");
     assert_eq!(held.abuse_score, 0.1, "the score shown is the latest");
     assert_eq!(
@@ -47,9 +55,27 @@ fn a_flagged_subject_that_goes_quiet_stays_flagged_for_its_hold() {
     let mut judge = FlagTracker::default();
     let a = KeyHash(7);
     let hold = Duration::from_secs(10);
-    judge.judge(0, &[(a, 0.99)], 0.8, hold);
+    judge.judge(0, &one(a, 0.99), 0.8, hold);
     let quiet = judge.judge(9 * S, &[], 0.8, hold);
     assert!(quiet[&a].flagged(0.8, 9 * S));
     assert_eq!(quiet[&a].abuse_score, 0.99);
     assert!(judge.judge(10 * S, &[], 0.8, hold).is_empty());
+}
+
+#[test]
+fn a_novel_subject_is_not_flagged_by_its_score_alone() {
+    let mut judge = FlagTracker::default();
+    let a = KeyHash(3);
+    let hold = Duration::from_secs(10);
+    let novel = [Scored {
+        subject: a,
+        score: 0.99,
+        novel: true,
+    }];
+    let standing = judge.judge(0, &novel, 0.8, hold)[&a];
+    assert!(!standing.flagged(0.8, 0), "novel, no second signal");
+    assert_eq!(standing.abuse_score, 0.99, "the score is still shown");
+    assert!(judge.begun().is_empty());
+    judge.judge(S, &one(a, 0.99), 0.8, hold);
+    assert_eq!(judge.begun(), &[a], "a second signal agrees: flagged");
 }

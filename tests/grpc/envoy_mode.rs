@@ -308,6 +308,7 @@ async fn anomaly_scaling_follows_the_subject_entry() {
         SubjectStanding {
             abuse_score: 0.95,
             held_until: 0,
+            novel: false,
         },
     );
     // anomaly.factor defaults to 0.1: 10 becomes 1.

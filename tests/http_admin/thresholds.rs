@@ -300,6 +300,7 @@ async fn a_threshold_changed_live_applies_to_every_subjects_next_decision() {
             SubjectStanding {
                 abuse_score: score,
                 held_until: 0,
+                novel: false,
             },
         );
     }

@@ -391,6 +391,7 @@ pub async fn engine_decides_alike() {
         let standing = SubjectStanding {
             abuse_score: 0.93,
             held_until: 0,
+            novel: false,
         };
         engine.set_standing(memory.hasher().user("mallory"), standing);
     }

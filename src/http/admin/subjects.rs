@@ -9,6 +9,7 @@ use crate::features::{FEATURE_NAMES, SubjectFeatures};
 use crate::http::AppState;
 use crate::http::check::MAX_ENDPOINT_BYTES;
 use crate::http::problem::Problem;
+use crate::model::Explanation;
 use crate::policy::KeyScope;
 use axum::Json;
 use axum::extract::rejection::QueryRejection;
@@ -57,6 +58,12 @@ pub struct SubjectView {
     /// model's inputs); empty when it had no activity in the anomaly window.
     #[schema(value_type = Object)]
     pub features: Map<String, Value>,
+    /// Why the subject scores what it does (null before it is first scored): the score's
+    /// `logit` as `base` plus each feature's `contribution`, the `evidence_weight` its request
+    /// count gives the model, and whether it is `novel` (a feature outside the model's training
+    /// range, scored at the range's edge: its score alone flags nothing).
+    #[schema(value_type = Option<Object>)]
+    pub explanation: Option<Explanation>,
     /// The tier's limits, then the endpoint rule's.
     pub limits: Vec<LimitView>,
 }
@@ -155,7 +162,14 @@ pub async fn subject(
             InspectError::Undecidable(e) => Problem::bad_request(e.to_string()),
             InspectError::Store(e) => store_problem(e),
         })?;
-    Ok(Json(SubjectView::from(inspection)))
+    let model = state.reloader.as_ref().and_then(|r| r.model().get());
+    let explanation = match (&model, inspection.observed, inspection.abuse_score) {
+        (Some(model), Some(observed), Some(_)) => Some(model.explain(&observed)),
+        _ => None,
+    };
+    let mut view = SubjectView::from(inspection);
+    view.explanation = explanation;
+    Ok(Json(view))
 }
 
 impl From<SubjectInspection> for SubjectView {
@@ -173,6 +187,7 @@ impl From<SubjectInspection> for SubjectView {
             load_factor: i.load_factor,
             scale: i.scale,
             features: features_json(i.observed),
+            explanation: None,
             limits: i.limits.into_iter().map(LimitView::from).collect(),
         }
     }

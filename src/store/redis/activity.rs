@@ -129,6 +129,9 @@ impl RedisStore {
                     c.gaps.to_string(),
                     c.gap_sum.to_string(),
                     c.gap_sum_sq.to_string(),
+                    c.auth_failures.to_string(),
+                    c.not_found.to_string(),
+                    c.usage_sum.to_string(),
                     delta.endpoints.len().to_string(),
                 ];
                 args.extend(delta.endpoints.iter().map(|h| format!("{h:x}")));
@@ -311,6 +314,9 @@ fn decode_totals(reply: &[redis::Value]) -> Option<SharedTotals> {
             denied: count(1)?,
             reports: count(2)?,
             client_errors: count(3)?,
+            auth_failures: count(11)?,
+            not_found: count(12)?,
+            usage_sum: text(13)?,
             first: if first < 0.0 {
                 Micros::MAX
             } else {

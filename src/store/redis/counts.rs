@@ -12,7 +12,13 @@ pub struct ActivityCounts {
     pub requests: u64,
     pub denied: u64,
     pub reports: u64,
+    /// Reported 4xx statuses, and among them authentication failures (401, 403) and 404s.
     pub client_errors: u64,
+    pub auth_failures: u64,
+    pub not_found: u64,
+    /// The sum over requests of the share of the subject's most-used limit (as written) in use
+    /// after each: divided by `requests`, how close to its own limits the subject runs.
+    pub usage_sum: f64,
     /// The first and last request (µs since the epoch); `first` is `u64::MAX` before any.
     pub first: Micros,
     pub last: Micros,
@@ -29,6 +35,9 @@ impl Default for ActivityCounts {
             denied: 0,
             reports: 0,
             client_errors: 0,
+            auth_failures: 0,
+            not_found: 0,
+            usage_sum: 0.0,
             first: Micros::MAX,
             last: 0,
             gaps: 0,

@@ -1,0 +1,141 @@
+//! From a cycle's features to scores and standings: who is scored, the novelty rule, and
+//! what is told of a flag when it begins.
+//!
+//! A subject whose features lie outside the range the model was trained on is *novel*: it is
+//! scored at the range's edge (the model never extrapolates) and its score alone flags
+//! nothing. It is flagged only when a second signal agrees: the policy's own limits, as
+//! written, denied at least [`SECOND_SIGNAL_DENIED_RATIO`] of its requests in the window.
+
+use super::CycleOutcome;
+use super::flags::{FlagTracker, Scored};
+use super::model_slot::ModelSlot;
+use crate::clock::Micros;
+use crate::features::{FEATURE_COUNT, FEATURE_NAMES, SubjectFeatures};
+use crate::limit::KeyHash;
+use crate::metrics::Metrics;
+use crate::model::Model;
+use crate::policy::Policy;
+
+/// The share of a novel subject's requests its limits must have denied for its score to flag
+/// it: a signal that owes nothing to the model.
+pub const SECOND_SIGNAL_DENIED_RATIO: f64 = 0.05;
+
+/// The `top_feature` label values of `ratewarden_flags_total`: a feature, or `none` when the
+/// model's score is not a sum of features (`gmm`) or no feature pushed it up.
+pub const TOP_FEATURE_LABELS: [&str; FEATURE_COUNT + 1] = {
+    let mut labels = [""; FEATURE_COUNT + 1];
+    let mut i = 0;
+    while i < FEATURE_COUNT {
+        labels[i] = FEATURE_NAMES[i];
+        i += 1;
+    }
+    labels[FEATURE_COUNT] = "none";
+    labels
+};
+
+/// How many features a flag's log line names.
+const TOLD_FEATURES: usize = 3;
+
+/// A flag that began this cycle, and why.
+#[derive(Debug, Clone, PartialEq)]
+pub struct BegunFlag {
+    pub subject: KeyHash,
+    pub score: f64,
+    pub model_version: String,
+    /// Feature names with their contributions to the logit, largest first.
+    pub top_features: Vec<(&'static str, f64)>,
+}
+
+impl BegunFlag {
+    fn of(model: &Model, subject: KeyHash, observed: &SubjectFeatures) -> BegunFlag {
+        let explanation = model.explain(observed);
+        let mut parts: Vec<(&'static str, f64)> = explanation
+            .features
+            .iter()
+            .filter_map(|c| Some((c.feature, c.contribution?)))
+            .filter(|(_, c)| *c > 0.0)
+            .collect();
+        parts.sort_by(|a, b| b.1.total_cmp(&a.1));
+        parts.truncate(TOLD_FEATURES);
+        BegunFlag {
+            subject,
+            score: explanation.score,
+            model_version: model.version().to_owned(),
+            top_features: parts,
+        }
+    }
+
+    /// Logs the flag (the subject by its keyed hash: raw ids are never kept) and counts it
+    /// by its top feature.
+    pub fn announce(&self, metrics: &Metrics) {
+        let top = self.top_features.first().map_or("none", |(f, _)| f);
+        metrics.flags.with_label_values(&[top]).inc();
+        let why: Vec<String> = self
+            .top_features
+            .iter()
+            .map(|(f, c)| format!("{f} {c:+.2}"))
+            .collect();
+        tracing::info!(
+            subject = %format_args!("{:016x}", self.subject.0),
+            score = %format_args!("{:.3}", self.score),
+            model = %self.model_version,
+            "subject flagged; top features (logit contributions): {}",
+            if why.is_empty() { "none".to_owned() } else { why.join(", ") }
+        );
+    }
+}
+
+/// Scores the subjects with enough requests and judges them.
+pub(super) fn decide_with(
+    model: &ModelSlot,
+    judge: &mut FlagTracker,
+    policy: &Policy,
+    threshold: f64,
+    now: Micros,
+    totals: Vec<(KeyHash, SubjectFeatures)>,
+) -> CycleOutcome {
+    let anomaly = &policy.adaptive.anomaly;
+    let min_requests = anomaly.min_requests.get();
+    let model = model.get();
+    let scored: Vec<(Scored, bool)> = match &model {
+        Some(model) => totals
+            .iter()
+            .filter(|(_, o)| o.requests >= min_requests)
+            .map(|(subject, observed)| {
+                let assessment = model.assess(observed);
+                let confirmed =
+                    observed.features.denied_ratio >= SECOND_SIGNAL_DENIED_RATIO;
+                let scored = Scored {
+                    subject: *subject,
+                    score: assessment.score,
+                    novel: assessment.novel && !confirmed,
+                };
+                (scored, assessment.novel)
+            })
+            .collect(),
+        None => {
+            // No model: nobody is scored and nobody stays flagged.
+            judge.clear();
+            Vec::new()
+        }
+    };
+    let novel = scored.iter().filter(|(_, novel)| *novel).count();
+    let scored: Vec<Scored> = scored.into_iter().map(|(s, _)| s).collect();
+    let standings = judge.judge(now, &scored, threshold, anomaly.hold);
+    let observed: hashbrown::HashMap<KeyHash, SubjectFeatures> = totals.into_iter().collect();
+    let begun = match &model {
+        Some(model) => judge
+            .begun()
+            .iter()
+            .filter_map(|subject| Some(BegunFlag::of(model, *subject, observed.get(subject)?)))
+            .collect(),
+        None => Vec::new(),
+    };
+    CycleOutcome {
+        standings,
+        scores: scored.iter().map(|s| s.score).collect(),
+        observed,
+        novel,
+        begun,
+    }
+}
