@@ -1,9 +1,11 @@
 //! `ratewarden train`: read traffic, replay it into feature samples, fit, print the held-out
 //! metrics, write the model. Progress goes to stderr (indicatif), results to stdout.
 
-use super::evaluate::Evaluation;
-use super::samples::{DEFAULT_EVERY, SampleOptions, Samples, feature_samples};
-use super::train::{TrainError, TrainOptions, TrainReport, train};
+use super::evaluate::FreshResult;
+use super::loao::graded;
+use super::print::{print_data, print_graded, print_report};
+use super::samples::{DEFAULT_EVERY, Sample, SampleOptions, Samples, feature_samples};
+use super::train::{TrainError, TrainOptions, TrainReport, observed, train};
 use super::{ModelError, ModelKind};
 use crate::policy::Policy;
 use crate::simulate::{ReadError, Traffic, read_jsonl};
@@ -41,6 +43,17 @@ pub struct TrainArgs {
     /// Gaussians in a `gmm` model.
     #[arg(long, default_value_t = 4)]
     pub components: usize,
+    /// Also fit one model per archetype of the data without that archetype, and report how
+    /// it scores the one left out (one more fit per archetype).
+    #[arg(long)]
+    pub leave_one_archetype_out: bool,
+    /// Traffic never used for fitting (say, `simulate` with other seeds) to score per
+    /// archetype; may be given several times.
+    #[arg(long, value_name = "JSONL")]
+    pub evaluate_on: Vec<PathBuf>,
+    /// Write the held-out reliability diagram to this PNG.
+    #[arg(long, value_name = "PNG")]
+    pub reliability_plot: Option<PathBuf>,
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -64,6 +77,8 @@ pub enum TrainCommandError {
     Train(#[from] TrainError),
     #[error(transparent)]
     Save(#[from] ModelError),
+    #[error("cannot draw {0}: {1}")]
+    Plot(PathBuf, String),
 }
 
 fn bar(len: u64, template: &str) -> ProgressBar {
@@ -85,11 +100,23 @@ pub fn run(args: &TrainArgs) -> Result<TrainReport, TrainCommandError> {
     }
     let traffic = read_traffic(&args.data)?;
     let options = SampleOptions::from_policy(&policy, DEFAULT_EVERY);
-    let samples = replay_into_samples(policy, &traffic, &options)?;
+    let samples = replay_into_samples(policy.clone(), &traffic, &options)?;
     print_data(&samples, &options);
-    let report = fit(args, &samples, threshold, &options)?;
+    let mut report = fit(args, &samples, threshold, &options)?;
     print_report(&report);
     warn_if_few_abusers(&report);
+    for path in &args.evaluate_on {
+        let fresh = evaluate_on(&report, &policy, path, &options)?;
+        print_graded(&format!("fresh traffic {}:", fresh.data), &fresh.archetypes);
+        if let Some(evaluation) = report.model.evaluation_mut() {
+            evaluation.fresh.push(fresh);
+        }
+    }
+    if let Some(path) = &args.reliability_plot {
+        super::reliability::draw(&report.held_out, path)
+            .map_err(|problem| TrainCommandError::Plot(path.clone(), problem))?;
+        println!("wrote the reliability diagram to {}", path.display());
+    }
     report.model.save(&args.out)?;
     println!(
         "wrote {} ({} model, version {})",
@@ -189,20 +216,23 @@ fn replay_into_samples(
     Ok(samples)
 }
 
-/// What the replay gave: requests, denials and subjects, then the samples.
-fn print_data(samples: &Samples, options: &SampleOptions) {
-    println!(
-        "data: {} requests ({:.1} % denied by the policy) from {} subjects; {} undecidable",
-        samples.requests,
-        100.0 * samples.denied as f64 / samples.requests.max(1) as f64,
-        samples.subjects.len(),
-        samples.undecidable,
-    );
-    println!(
-        "samples: {} ({})",
-        samples.samples.len(),
-        options.describe()
-    );
+/// Scores another traffic file with the trained model, per archetype.
+fn evaluate_on(
+    report: &TrainReport,
+    policy: &Policy,
+    path: &Path,
+    options: &SampleOptions,
+) -> Result<FreshResult, TrainCommandError> {
+    let traffic = read_traffic(path)?;
+    let samples = replay_into_samples(policy.clone(), &traffic, options)?;
+    let rows: Vec<&Sample> = samples.samples.iter().collect();
+    let scores = report.model.score_many(&observed(&rows));
+    Ok(FreshResult {
+        data: path
+            .file_name()
+            .map_or_else(String::new, |n| n.to_string_lossy().into_owned()),
+        archetypes: graded(&samples, &rows, &scores),
+    })
 }
 
 /// Fits the model under a spinner (linfa tells no progress).
@@ -227,68 +257,9 @@ fn fit(
                 .file_name()
                 .map_or_else(String::new, |n| n.to_string_lossy().into_owned()),
             sampling: options.describe(),
+            leave_one_archetype_out: args.leave_one_archetype_out,
         },
     )?;
     fitting.finish_and_clear();
     Ok(report)
-}
-
-fn print_report(report: &TrainReport) {
-    let [fit, calibrate, held_out] = report.split;
-    println!(
-        "split by subject (seed {}): {fit} fit, {calibrate} calibrate, {held_out} held out",
-        report.model.training().map_or(0, |t| t.seed)
-    );
-    let e = &report.held_out;
-    println!(
-        "held out: {} samples ({} abuse) from {} subjects",
-        e.samples,
-        e.abuse_samples,
-        e.subjects.normal + e.subjects.abuse
-    );
-    println!(
-        "  threshold {:.2}: precision {:.4}  recall {:.4}  false positive rate {:.5}",
-        e.threshold, e.precision, e.recall, e.false_positive_rate
-    );
-    println!("  ROC AUC {:.4}", e.roc_auc);
-    println!(
-        "  subjects flagged: {}/{} abusive, {}/{} normal",
-        e.subjects.abuse_flagged, e.subjects.abuse, e.subjects.normal_flagged, e.subjects.normal
-    );
-    match &report.uncalibrated {
-        Some(before) => println!(
-            "  calibration (Platt): expected calibration error {:.4} (before {:.4}), Brier {:.4}",
-            e.expected_calibration_error, before.expected_calibration_error, e.brier
-        ),
-        None => println!(
-            "  score = share of training traffic more typical; expected calibration error \
-             (as a probability, not its meaning) {:.4}",
-            e.expected_calibration_error
-        ),
-    }
-    print_bins(e);
-    if !report.archetypes.is_empty() {
-        println!("  archetype            label   subjects flagged   samples flagged");
-        for a in &report.archetypes {
-            println!(
-                "  {:<20} {:<7} {:>8} {:>7} {:>9} {:>7}",
-                a.archetype,
-                if a.abuse { "abuse" } else { "normal" },
-                a.subjects,
-                a.flagged,
-                a.samples,
-                a.samples_flagged
-            );
-        }
-    }
-}
-
-fn print_bins(e: &Evaluation) {
-    println!("  score bin    samples  mean score  abuse share");
-    for b in e.calibration.iter().filter(|b| b.samples > 0) {
-        println!(
-            "  {:.1}-{:.1} {:>11}  {:>10.3}  {:>11.3}",
-            b.from, b.to, b.samples, b.mean_score, b.abuse_share
-        );
-    }
 }

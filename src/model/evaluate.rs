@@ -4,6 +4,7 @@
 //! A sample is one subject's features at one control cycle, as the daemon scores them; a
 //! subject counts as flagged when any of its samples reaches the threshold, as in the daemon.
 
+use super::loao::Graded;
 use serde::{Deserialize, Serialize};
 
 /// Metrics of a model on labelled samples (stored in the model file, quoted by the card).
@@ -25,7 +26,37 @@ pub struct Evaluation {
     pub expected_calibration_error: f64,
     pub calibration: Vec<CalibrationBin>,
     pub subjects: SubjectCounts,
+    /// The same measures at other thresholds (0.5 to 0.95): what moving the dial trades.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub thresholds: Vec<ThresholdRow>,
+    /// Per archetype, a model fitted without it (see [`super::loao`]).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub leave_one_archetype_out: Vec<Graded>,
+    /// Per archetype, on traffic of seeds never used for fitting.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub fresh: Vec<FreshResult>,
 }
+
+/// Precision and recall of samples, and subjects flagged, at one threshold.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ThresholdRow {
+    pub threshold: f64,
+    pub precision: f64,
+    pub recall: f64,
+    pub false_positive_rate: f64,
+    pub normal_flagged: u64,
+    pub abuse_flagged: u64,
+}
+
+/// Graded results on one traffic file the model was not fitted on.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct FreshResult {
+    pub data: String,
+    pub archetypes: Vec<Graded>,
+}
+
+/// The thresholds of [`Evaluation::thresholds`].
+pub const THRESHOLD_TABLE: [f64; 10] = [0.5, 0.55, 0.6, 0.65, 0.7, 0.75, 0.8, 0.85, 0.9, 0.95];
 
 /// Samples whose score fell in `[from, to)` (the last bin includes 1).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -98,6 +129,34 @@ pub fn evaluate(scores: &[f64], abuse: &[bool], subjects: &[u32], threshold: f64
         expected_calibration_error: ece,
         calibration,
         subjects: subject_counts(scores, abuse, subjects, threshold),
+        thresholds: THRESHOLD_TABLE
+            .iter()
+            .map(|&t| threshold_row(scores, abuse, subjects, t))
+            .collect(),
+        leave_one_archetype_out: Vec::new(),
+        fresh: Vec::new(),
+    }
+}
+
+fn threshold_row(scores: &[f64], abuse: &[bool], subjects: &[u32], threshold: f64) -> ThresholdRow {
+    let (mut tp, mut fp) = (0u64, 0u64);
+    for (s, y) in scores.iter().zip(abuse) {
+        if *s >= threshold {
+            tp += u64::from(*y);
+            fp += u64::from(!*y);
+        }
+    }
+    let positives = abuse.iter().filter(|y| **y).count() as u64;
+    let negatives = abuse.len() as u64 - positives;
+    let ratio = |a: u64, b: u64| if b == 0 { 0.0 } else { a as f64 / b as f64 };
+    let counts = subject_counts(scores, abuse, subjects, threshold);
+    ThresholdRow {
+        threshold,
+        precision: ratio(tp, tp + fp),
+        recall: ratio(tp, positives),
+        false_positive_rate: ratio(fp, negatives),
+        normal_flagged: counts.normal_flagged,
+        abuse_flagged: counts.abuse_flagged,
     }
 }
 

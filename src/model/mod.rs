@@ -15,13 +15,17 @@
 //! Scoring evaluates the stored parameters by hand (a few dozen multiplications a subject),
 //! so a control cycle scores 100,000 subjects in a few milliseconds.
 
+mod archetypes;
 pub mod command;
 pub mod evaluate;
 pub mod evidence;
 mod explain;
 mod file;
+pub mod loao;
 pub mod logistic;
 pub mod mixture;
+mod print;
+mod reliability;
 pub mod samples;
 pub mod scaler;
 pub mod train;
@@ -185,6 +189,11 @@ impl Model {
 
     pub(crate) fn set_evaluation(&mut self, evaluation: Evaluation) {
         self.evaluation = Some(evaluation);
+    }
+
+    /// Adds results measured after training (they do not change the version).
+    pub(crate) fn evaluation_mut(&mut self) -> Option<&mut Evaluation> {
+        self.evaluation.as_mut()
     }
 
     pub fn evidence(&self) -> &Evidence {

@@ -5,20 +5,25 @@
 //! 20 % calibrate (Platt scaling for `logistic`; the `gmm` kind fits on these too, it needs
 //! no calibration), 20 % are held out and give the metrics stored in the model file.
 
+pub use super::archetypes::{ArchetypeResult, by_archetype};
 use super::evaluate::{Evaluation, evaluate};
+use super::loao::leave_one_archetype_out;
 use super::logistic::Logistic;
 use super::mixture::{MAX_COMPONENTS, Mixture};
 use super::samples::{Sample, Samples};
 use super::evidence::Evidence;
 use super::scaler::{DEFAULT_TRANSFORMS, Scaler};
 use super::{Model, ModelKind, Scorer, Training};
-use crate::features::{FEATURE_COUNT, Features};
+use crate::features::{FEATURE_COUNT, Features, SubjectFeatures};
 use rand::SeedableRng;
 use rand::seq::SliceRandom;
 use rand_chacha::ChaCha8Rng;
 
 /// The most rows the mixture is fitted on (EM is the slow part); drawn evenly at random.
 const MAX_MIXTURE_ROWS: usize = 40_000;
+
+/// The most rows a logistic model is fitted on (and half as many calibrate it).
+const MAX_LOGISTIC_ROWS: usize = 60_000;
 
 /// The share of abuse a `gmm` model's scores are pulled towards with little evidence (it
 /// learns from unlabelled traffic, so it cannot know the real share).
@@ -53,6 +58,9 @@ pub struct TrainOptions {
     /// The data file's name and how it was sampled (stored in the model).
     pub data: String,
     pub sampling: String,
+    /// Also fit one model per archetype without it, and score that archetype (slow: one fit
+    /// per archetype).
+    pub leave_one_archetype_out: bool,
 }
 
 /// A trained model and what was measured on the held-out subjects.
@@ -68,69 +76,8 @@ pub struct TrainReport {
     pub archetypes: Vec<ArchetypeResult>,
 }
 
-/// How one archetype's held-out subjects scored.
-#[derive(Debug, Clone, PartialEq)]
-pub struct ArchetypeResult {
-    pub archetype: String,
-    pub abuse: bool,
-    pub subjects: usize,
-    /// Subjects with a sample at or over the threshold.
-    pub flagged: usize,
-    pub samples: usize,
-    pub samples_flagged: usize,
-}
-
-/// Groups held-out samples by their subject's archetype.
-pub fn by_archetype(
-    samples: &Samples,
-    rows: &[&Sample],
-    scores: &[f64],
-    threshold: f64,
-) -> Vec<ArchetypeResult> {
-    let mut results: Vec<ArchetypeResult> = Vec::new();
-    let mut flagged_subjects = hashbrown::HashMap::<u32, bool>::new();
-    for (sample, score) in rows.iter().zip(scores) {
-        let subject = &samples.subjects[sample.subject as usize];
-        let Some(name) = &subject.archetype else {
-            continue;
-        };
-        let index = match results.iter().position(|r| &r.archetype == name) {
-            Some(i) => i,
-            None => {
-                results.push(ArchetypeResult {
-                    archetype: name.clone(),
-                    abuse: subject.abuse,
-                    subjects: 0,
-                    flagged: 0,
-                    samples: 0,
-                    samples_flagged: 0,
-                });
-                results.len() - 1
-            }
-        };
-        let hit = *score >= threshold;
-        let row = &mut results[index];
-        row.samples += 1;
-        row.samples_flagged += usize::from(hit);
-        match flagged_subjects.get_mut(&sample.subject) {
-            None => {
-                flagged_subjects.insert(sample.subject, hit);
-                row.subjects += 1;
-                row.flagged += usize::from(hit);
-            }
-            Some(flagged) if hit && !*flagged => {
-                *flagged = true;
-                row.flagged += 1;
-            }
-            Some(_) => {}
-        }
-    }
-    results.sort_by(|a, b| (a.abuse, &a.archetype).cmp(&(b.abuse, &b.archetype)));
-    results
-}
-
 /// Which part of the split each subject is in: 0 fit, 1 calibrate, 2 held out.
-fn split_subjects(samples: &Samples, seed: u64) -> Vec<u8> {
+pub fn split_subjects(samples: &Samples, seed: u64) -> Vec<u8> {
     let mut rng = ChaCha8Rng::seed_from_u64(seed);
     let mut part = vec![0u8; samples.subjects.len()];
     for abusive in [false, true] {
@@ -164,20 +111,66 @@ pub fn train(samples: &Samples, options: &TrainOptions) -> Result<TrainReport, T
     };
     let (fit, calibrate, held_out) = (in_part(0), in_part(1), in_part(2));
     let split = [0u8, 1, 2].map(|p| part.iter().filter(|&&x| x == p).count());
-    let features = |rows: &[&Sample]| rows.iter().map(|s| s.features).collect::<Vec<Features>>();
-    let observed = |rows: &[&Sample]| rows.iter().map(|s| s.observed()).collect::<Vec<_>>();
-    let labels = |rows: &[&Sample]| rows.iter().map(|s| s.abuse).collect::<Vec<bool>>();
+    let fitted = fit_parts(samples.labelled, &fit, &calibrate, options, split[0] + split[1])?;
+    let mut model = fitted.model;
+    let mut held_out_eval = measure(&model, &held_out, options.threshold);
+    if options.leave_one_archetype_out {
+        held_out_eval.leave_one_archetype_out =
+            leave_one_archetype_out(samples, &part, options, |_| {})?;
+    }
+    model.set_evaluation(held_out_eval.clone());
+    let scores = model.score_many(&observed(&held_out));
+    Ok(TrainReport {
+        uncalibrated: fitted
+            .uncalibrated
+            .as_ref()
+            .map(|m| measure(m, &held_out, options.threshold)),
+        archetypes: by_archetype(samples, &held_out, &scores, options.threshold),
+        model,
+        held_out: held_out_eval,
+        split,
+    })
+}
 
-    let (scaler, scorer, evidence, uncalibrated, fitted_on) = match options.kind {
+/// A model fitted on some samples (and, for `logistic`, the same before calibration).
+pub struct Fitted {
+    pub model: Model,
+    pub uncalibrated: Option<Model>,
+}
+
+/// Up to `limit` of `rows`, drawn evenly at random: one subject's samples ten seconds apart
+/// are nearly alike, so a sample of them fits as well, in a fraction of the time.
+fn at_most<'a>(rows: &[&'a Sample], limit: usize, seed: u64) -> Vec<&'a Sample> {
+    let mut rows = rows.to_vec();
+    if rows.len() > limit {
+        rows.shuffle(&mut ChaCha8Rng::seed_from_u64(seed));
+        rows.truncate(limit);
+    }
+    rows
+}
+
+/// Fits a model of `options.kind` on `fit` (and calibrates it on `calibrate`).
+pub fn fit_parts(
+    labelled: bool,
+    fit: &[&Sample],
+    calibrate: &[&Sample],
+    options: &TrainOptions,
+    subjects: usize,
+) -> Result<Fitted, TrainError> {
+    let features = |rows: &[&Sample]| rows.iter().map(|s| s.features).collect::<Vec<Features>>();
+    let labels = |rows: &[&Sample]| rows.iter().map(|s| s.abuse).collect::<Vec<bool>>();
+    match options.kind {
         ModelKind::Logistic => {
-            if !samples.labelled {
+            if !labelled {
                 return Err(TrainError::Unlabelled);
             }
             let has_both =
                 |rows: &[&Sample]| rows.iter().any(|s| s.abuse) && rows.iter().any(|s| !s.abuse);
-            if !has_both(&fit) || !has_both(&calibrate) {
+            if !has_both(fit) || !has_both(calibrate) {
                 return Err(TrainError::OneClass);
             }
+            let fit = at_most(fit, MAX_LOGISTIC_ROWS, options.seed);
+            let calibrate = at_most(calibrate, MAX_LOGISTIC_ROWS / 2, options.seed);
             let scaler = Scaler::fit(DEFAULT_TRANSFORMS, &features(&fit));
             let rows = |r: &[&Sample]| -> Vec<[f64; FEATURE_COUNT]> {
                 r.iter().map(|s| scaler.apply(&s.features)).collect()
@@ -187,58 +180,57 @@ pub fn train(samples: &Samples, options: &TrainOptions) -> Result<TrainReport, T
             let abuse_share =
                 fit.iter().filter(|s| s.abuse).count() as f64 / fit.len().max(1) as f64;
             let evidence = Evidence::with_prior(abuse_share);
-            let uncalibrated = Model::new(
-                scaler.clone(),
-                Scorer::Logistic(raw),
-                evidence,
-                training(options, 0, 0),
-            );
             let fitted_on = fit.len() + calibrate.len();
-            (
-                scaler,
-                Scorer::Logistic(calibrated),
-                evidence,
-                Some(uncalibrated),
-                fitted_on,
-            )
+            Ok(Fitted {
+                uncalibrated: Some(Model::new(
+                    scaler.clone(),
+                    Scorer::Logistic(raw),
+                    evidence,
+                    training(options, 0, 0),
+                )),
+                model: Model::new(
+                    scaler,
+                    Scorer::Logistic(calibrated),
+                    evidence,
+                    training(options, subjects, fitted_on),
+                ),
+            })
         }
         ModelKind::Gmm => {
             if options.components == 0 || options.components > MAX_COMPONENTS {
                 return Err(TrainError::Components);
             }
-            let mut pool: Vec<&Sample> = fit.iter().chain(&calibrate).copied().collect();
+            let pool: Vec<&Sample> = fit.iter().chain(calibrate).copied().collect();
             let scaler = Scaler::fit(DEFAULT_TRANSFORMS, &features(&pool));
-            pool.shuffle(&mut ChaCha8Rng::seed_from_u64(options.seed));
-            pool.truncate(MAX_MIXTURE_ROWS);
+            let pool = at_most(&pool, MAX_MIXTURE_ROWS, options.seed);
             let rows: Vec<[f64; FEATURE_COUNT]> =
                 pool.iter().map(|s| scaler.apply(&s.features)).collect();
             let mixture = Mixture::fit(&rows, options.components)?;
             let evidence = Evidence::with_prior(GMM_PRIOR_SHARE);
-            (scaler, Scorer::Mixture(mixture), evidence, None, rows.len())
+            Ok(Fitted {
+                model: Model::new(
+                    scaler,
+                    Scorer::Mixture(mixture),
+                    evidence,
+                    training(options, subjects, rows.len()),
+                ),
+                uncalibrated: None,
+            })
         }
-    };
-    let fit_subjects = split[0] + split[1];
-    let mut model = Model::new(
-        scaler,
-        scorer,
-        evidence,
-        training(options, fit_subjects, fitted_on),
-    );
-    let measure = |m: &Model| {
-        let scores = m.score_many(&observed(&held_out));
-        let subjects: Vec<u32> = held_out.iter().map(|s| s.subject).collect();
-        evaluate(&scores, &labels(&held_out), &subjects, options.threshold)
-    };
-    let held_out_eval = measure(&model);
-    model.set_evaluation(held_out_eval.clone());
-    let scores = model.score_many(&observed(&held_out));
-    Ok(TrainReport {
-        uncalibrated: uncalibrated.as_ref().map(measure),
-        archetypes: by_archetype(samples, &held_out, &scores, options.threshold),
-        model,
-        held_out: held_out_eval,
-        split,
-    })
+    }
+}
+
+/// The samples as the control loop scores them.
+pub fn observed(rows: &[&Sample]) -> Vec<SubjectFeatures> {
+    rows.iter().map(|s| s.observed()).collect()
+}
+
+/// A model's metrics on `rows` at `threshold`.
+pub fn measure(model: &Model, rows: &[&Sample], threshold: f64) -> Evaluation {
+    let scores = model.score_many(&observed(rows));
+    let labels: Vec<bool> = rows.iter().map(|s| s.abuse).collect();
+    let subjects: Vec<u32> = rows.iter().map(|s| s.subject).collect();
+    evaluate(&scores, &labels, &subjects, threshold)
 }
 
 fn training(options: &TrainOptions, subjects: usize, rows: usize) -> Training {

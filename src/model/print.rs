@@ -1,0 +1,134 @@
+//! What `ratewarden train` prints: the data, the held-out metrics with the threshold table
+//! and reliability bins, and the per-archetype results (held out, left out, fresh seeds).
+
+use super::evaluate::Evaluation;
+use super::loao::{GRADES, Graded};
+use super::samples::{SampleOptions, Samples};
+use super::train::TrainReport;
+
+/// What the replay gave: requests, denials and subjects, then the samples.
+pub fn print_data(samples: &Samples, options: &SampleOptions) {
+    println!(
+        "data: {} requests ({:.1} % denied by the policy) from {} subjects; {} undecidable",
+        samples.requests,
+        100.0 * samples.denied as f64 / samples.requests.max(1) as f64,
+        samples.subjects.len(),
+        samples.undecidable,
+    );
+    println!(
+        "samples: {} ({})",
+        samples.samples.len(),
+        options.describe()
+    );
+}
+
+pub fn print_report(report: &TrainReport) {
+    let [fit, calibrate, held_out] = report.split;
+    println!(
+        "split by subject (seed {}): {fit} fit, {calibrate} calibrate, {held_out} held out",
+        report.model.training().map_or(0, |t| t.seed)
+    );
+    let e = &report.held_out;
+    println!(
+        "held out: {} samples ({} abuse) from {} subjects",
+        e.samples,
+        e.abuse_samples,
+        e.subjects.normal + e.subjects.abuse
+    );
+    println!(
+        "  threshold {:.2}: precision {:.4}  recall {:.4}  false positive rate {:.5}",
+        e.threshold, e.precision, e.recall, e.false_positive_rate
+    );
+    println!("  ROC AUC {:.4}", e.roc_auc);
+    println!(
+        "  subjects flagged: {}/{} abusive, {}/{} normal",
+        e.subjects.abuse_flagged, e.subjects.abuse, e.subjects.normal_flagged, e.subjects.normal
+    );
+    match &report.uncalibrated {
+        Some(before) => println!(
+            "  calibration (Platt): expected calibration error {:.4} (before {:.4}), Brier {:.4}",
+            e.expected_calibration_error, before.expected_calibration_error, e.brier
+        ),
+        None => println!(
+            "  score = share of training traffic more typical; expected calibration error \
+             (as a probability, not its meaning) {:.4}",
+            e.expected_calibration_error
+        ),
+    }
+    print_thresholds(e);
+    print_bins(e);
+    if !e.leave_one_archetype_out.is_empty() {
+        print_graded(
+            "leave one archetype out (a model fitted without each archetype, scored on all of its subjects):",
+            &e.leave_one_archetype_out,
+        );
+    }
+    if !report.archetypes.is_empty() {
+        println!("  archetype            label   subjects flagged   samples flagged");
+        for a in &report.archetypes {
+            println!(
+                "  {:<20} {:<7} {:>8} {:>7} {:>9} {:>7}",
+                a.archetype,
+                if a.abuse { "abuse" } else { "normal" },
+                a.subjects,
+                a.flagged,
+                a.samples,
+                a.samples_flagged
+            );
+        }
+    }
+}
+
+fn print_bins(e: &Evaluation) {
+    println!("  score bin    samples  mean score  abuse share");
+    for b in e.calibration.iter().filter(|b| b.samples > 0) {
+        println!(
+            "  {:.1}-{:.1} {:>11}  {:>10.3}  {:>11.3}",
+            b.from, b.to, b.samples, b.mean_score, b.abuse_share
+        );
+    }
+}
+
+fn print_thresholds(e: &Evaluation) {
+    println!("  threshold  precision  recall  false positive rate  subjects flagged (abusive, normal)");
+    for row in &e.thresholds {
+        println!(
+            "  {:>9.2}  {:>9.4}  {:>6.4}  {:>19.5}  {:>8} {:>7}",
+            row.threshold,
+            row.precision,
+            row.recall,
+            row.false_positive_rate,
+            row.abuse_flagged,
+            row.normal_flagged
+        );
+    }
+}
+
+/// One table of graded results: per archetype, subjects flagged at each grade.
+pub fn print_graded(title: &str, rows: &[Graded]) {
+    println!("{title}");
+    println!(
+        "  archetype                  label   subjects  flagged at {:.2} / {:.2} / {:.2}  median max score",
+        GRADES[0], GRADES[1], GRADES[2]
+    );
+    for g in rows {
+        println!(
+            "  {:<26} {:<7} {:>8}  {:>8} / {:>4} / {:>4}  {:>16.3}",
+            g.archetype,
+            if g.abuse { "abuse" } else { "normal" },
+            g.subjects,
+            g.flagged[0],
+            g.flagged[1],
+            g.flagged[2],
+            g.median_max_score
+        );
+    }
+    let (normal, abuse): (Vec<&Graded>, Vec<&Graded>) = rows.iter().partition(|g| !g.abuse);
+    let flagged_normal: u64 = normal.iter().map(|g| g.flagged[1]).sum();
+    let recall = abuse.iter().map(|g| g.share(1)).sum::<f64>() / abuse.len().max(1) as f64;
+    println!(
+        "  at {:.2}: {flagged_normal} normal subjects flagged; abuse recall {recall:.3} averaged over {} abusive archetypes",
+        GRADES[1],
+        abuse.len()
+    );
+}
