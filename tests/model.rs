@@ -76,7 +76,6 @@ fn trained_models_round_trip_through_a_file_with_identical_scores() {
                 components: 3,
                 data: "small.jsonl".into(),
                 sampling: "test".into(),
-            leave_one_archetype_out: false,
                 leave_one_archetype_out: false,
             },
         )

@@ -23,7 +23,7 @@ use rand_chacha::ChaCha8Rng;
 const MAX_MIXTURE_ROWS: usize = 40_000;
 
 /// The most rows a logistic model is fitted on (and half as many calibrate it).
-const MAX_LOGISTIC_ROWS: usize = 60_000;
+const MAX_LOGISTIC_ROWS: usize = 20_000;
 
 /// The share of abuse a `gmm` model's scores are pulled towards with little evidence (it
 /// learns from unlabelled traffic, so it cannot know the real share).
