@@ -17,7 +17,7 @@ pub struct SimulateArgs {
     /// Simulated time span.
     #[arg(long, default_value = "1h", value_parser = parse_duration)]
     pub duration: Duration,
-    /// Simulated subjects (users), 10 % of them abusive.
+    /// Simulated subjects (users), 13 % of them abusive.
     #[arg(long, default_value_t = 2000)]
     pub subjects: usize,
 }

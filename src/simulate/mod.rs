@@ -2,17 +2,21 @@
 //! the abuse model on.
 //!
 //! Subjects are split among the archetypes by [`MIX`] (every archetype gets at least one
-//! subject once there are as many subjects as archetypes); each subject draws from its own
-//! ChaCha stream of the seed, so a seed always writes the same file. Tiers and endpoints are
-//! the example policy's, so the limiter denies what it would deny in production.
+//! subject once there are as many subjects as archetypes); each subject draws its tier and
+//! its parameters from wide ranges out of its own ChaCha stream of the seed, so one seed
+//! covers idle to heavy clients of every tier and always writes the same file. Tiers and
+//! endpoints are the example policy's, so the limiter denies what it would deny in
+//! production, and machines run at a chosen share of their own binding limit.
 
 mod abuse;
 pub mod command;
 mod normal;
 mod record;
 mod script;
+mod tier;
 
 pub use record::{Label, ReadError, Traffic, TrafficRecord, read_jsonl, write_jsonl};
+pub use tier::Tier;
 
 use rand::SeedableRng;
 use rand::seq::SliceRandom;
@@ -29,35 +33,45 @@ pub enum Archetype {
     Integration,
     RetryBursts,
     NatUser,
+    CatalogSync,
+    BatchJob,
     CredentialStuffing,
     Scraper,
     SmsPumping,
     IdEnumeration,
     LowAndSlow,
+    SlowCredentialStuffing,
+    DistributedLowAndSlow,
+    InventoryHoarding,
 }
 
-/// Share of subjects per archetype: 90 % normal, 10 % abuse.
-pub const MIX: [(Archetype, f64); 11] = [
-    (Archetype::Browser, 0.33),
-    (Archetype::MobilePoller, 0.12),
-    (Archetype::FastPoller, 0.08),
-    (Archetype::Integration, 0.07),
-    (Archetype::RetryBursts, 0.10),
-    (Archetype::NatUser, 0.20),
-    (Archetype::CredentialStuffing, 0.02),
-    (Archetype::Scraper, 0.02),
-    (Archetype::SmsPumping, 0.02),
-    (Archetype::IdEnumeration, 0.02),
-    (Archetype::LowAndSlow, 0.02),
+/// Share of subjects per archetype: 87 % normal, 13 % abuse (6 % of it under the limits).
+pub const MIX: [(Archetype, f64); 16] = [
+    (Archetype::Browser, 0.30),
+    (Archetype::NatUser, 0.18),
+    (Archetype::MobilePoller, 0.10),
+    (Archetype::FastPoller, 0.06),
+    (Archetype::Integration, 0.05),
+    (Archetype::RetryBursts, 0.08),
+    (Archetype::CatalogSync, 0.06),
+    (Archetype::BatchJob, 0.04),
+    (Archetype::CredentialStuffing, 0.014),
+    (Archetype::Scraper, 0.014),
+    (Archetype::SmsPumping, 0.014),
+    (Archetype::IdEnumeration, 0.014),
+    (Archetype::LowAndSlow, 0.014),
+    (Archetype::SlowCredentialStuffing, 0.02),
+    (Archetype::DistributedLowAndSlow, 0.02),
+    (Archetype::InventoryHoarding, 0.02),
 ];
 
 /// Users behind one carrier-grade NAT, and the addresses it shares among them.
 pub const NAT_GROUP: usize = 25;
 pub const NAT_ADDRESSES: usize = 2;
 
-/// What a person on the free tier stops at in an hour (the example policy's free tier allows
-/// 100 an hour).
-pub const FREE_QUOTA: usize = 95;
+/// Where a person on the free tier (which allows 100 an hour) stops in an hour: drawn per
+/// person from this range, so a few meet the limit and see some refusals before they stop.
+pub const FREE_QUOTA: std::ops::RangeInclusive<usize> = 90..=106;
 
 impl Archetype {
     /// A person at a browser or an app, who stops when refused (machines retry regardless).
@@ -76,11 +90,16 @@ impl Archetype {
             Archetype::Integration => "integration",
             Archetype::RetryBursts => "retry_bursts",
             Archetype::NatUser => "nat_user",
+            Archetype::CatalogSync => "catalog_sync",
+            Archetype::BatchJob => "batch_job",
             Archetype::CredentialStuffing => "credential_stuffing",
             Archetype::Scraper => "scraper",
             Archetype::SmsPumping => "sms_pumping",
             Archetype::IdEnumeration => "id_enumeration",
             Archetype::LowAndSlow => "low_and_slow",
+            Archetype::SlowCredentialStuffing => "slow_credential_stuffing",
+            Archetype::DistributedLowAndSlow => "distributed_low_and_slow",
+            Archetype::InventoryHoarding => "inventory_hoarding",
         }
     }
 
@@ -90,9 +109,23 @@ impl Archetype {
             | Archetype::Scraper
             | Archetype::SmsPumping
             | Archetype::IdEnumeration
-            | Archetype::LowAndSlow => Label::Abuse,
+            | Archetype::LowAndSlow
+            | Archetype::SlowCredentialStuffing
+            | Archetype::DistributedLowAndSlow
+            | Archetype::InventoryHoarding => Label::Abuse,
             _ => Label::Normal,
         }
+    }
+
+    /// Abuse built to stay under every limit of the shipped policy: the policy never denies
+    /// it, only its shape gives it away.
+    pub fn stays_under_limits(self) -> bool {
+        matches!(
+            self,
+            Archetype::SlowCredentialStuffing
+                | Archetype::DistributedLowAndSlow
+                | Archetype::InventoryHoarding
+        )
     }
 }
 
@@ -163,8 +196,9 @@ pub fn simulate(config: &SimulateConfig) -> Vec<TrafficRecord> {
             &nat_pools[(nat_seen - 1) / NAT_GROUP]
         });
         let tier = play(&mut script, archetype, nat);
-        if archetype.is_person() && tier == "free" {
-            script.give_up_past(FREE_QUOTA, 3600.0);
+        if archetype.is_person() && tier == Tier::Free {
+            let quota = script.between(*FREE_QUOTA.start(), *FREE_QUOTA.end());
+            script.give_up_past(quota, 3600.0);
         }
         let user = format!("user-{index:05}");
         records.extend(script.events.into_iter().map(|e| TrafficRecord {
@@ -172,7 +206,7 @@ pub fn simulate(config: &SimulateConfig) -> Vec<TrafficRecord> {
             user: user.clone(),
             endpoint: e.endpoint,
             ip: Some(e.ip),
-            tier: Some(tier.to_string()),
+            tier: Some(tier.name().to_string()),
             status: Some(e.status),
             cost: None,
             label: Some(archetype.label()),
@@ -196,102 +230,27 @@ fn nat_pools(rng: &mut ChaCha8Rng, archetypes: &[Archetype]) -> Vec<Vec<String>>
 }
 
 /// Writes one subject's requests; returns its tier.
-fn play(s: &mut Script, archetype: Archetype, nat: Option<&Vec<String>>) -> &'static str {
+fn play(s: &mut Script, archetype: Archetype, nat: Option<&Vec<String>>) -> Tier {
     match archetype {
-        Archetype::Browser => {
-            let count = 1 + usize::from(s.chance(0.15));
-            let home = s.addresses(count);
-            normal::browse(s, &home);
-            free_or(s, 0.7, "pro")
-        }
+        Archetype::Browser => normal::browser(s),
         Archetype::NatUser => {
             let pool = nat.cloned().unwrap_or_else(|| s.addresses(NAT_ADDRESSES));
-            normal::browse(s, &pool);
-            "free"
+            normal::nat_user(s, &pool)
         }
-        Archetype::MobilePoller => mobile_poller(s),
-        Archetype::FastPoller => fast_poller(s),
-        Archetype::Integration => integration(s),
-        Archetype::RetryBursts => retry_bursts(s),
-        Archetype::CredentialStuffing => {
-            attack(s, abuse::credential_stuffing);
-            free_or(s, 0.7, "pro")
-        }
-        Archetype::Scraper => {
-            attack(s, abuse::scrape);
-            free_or(s, 0.4, "pro")
-        }
-        Archetype::SmsPumping => {
-            attack(s, abuse::sms_pump);
-            free_or(s, 0.5, "pro")
-        }
-        Archetype::IdEnumeration => {
-            attack(s, abuse::enumerate_ids);
-            free_or(s, 0.4, "pro")
-        }
-        Archetype::LowAndSlow => {
-            attack(s, abuse::low_and_slow);
-            "free"
-        }
-    }
-}
-
-/// `free` with probability `p_free`, else `other`.
-fn free_or(s: &mut Script, p_free: f64, other: &'static str) -> &'static str {
-    if s.chance(p_free) { "free" } else { other }
-}
-
-/// Runs an abuse script, stealthy for 40 % of abusers.
-fn attack(s: &mut Script, script: fn(&mut Script, bool)) {
-    let stealthy = s.chance(0.4);
-    script(s, stealthy);
-}
-
-/// Half on pro polling every 20 or 30 s, half on free every minute.
-fn mobile_poller(s: &mut Script) -> &'static str {
-    if s.chance(0.5) {
-        let period = [20.0, 30.0][usize::from(s.chance(0.5))];
-        normal::mobile_poll(s, period);
-        "pro"
-    } else {
-        normal::mobile_poll(s, 60.0);
-        "free"
-    }
-}
-
-/// Pro or enterprise, by how fast it polls.
-fn fast_poller(s: &mut Script) -> &'static str {
-    let roll = s.uniform(0.0, 1.0);
-    // The fastest poll faster than the default endpoint limit (50/min) allows.
-    let (period, tier) = match roll {
-        r if r < 0.5 => (s.uniform(4.0, 10.0), "pro"),
-        r if r < 0.8 => (s.uniform(1.5, 4.0), "enterprise"),
-        _ => (s.uniform(0.8, 1.5), "enterprise"),
-    };
-    normal::fast_poll(s, period);
-    tier
-}
-
-/// An enterprise API client.
-fn integration(s: &mut Script) -> &'static str {
-    // 15 % are misconfigured: faster than their limits, and 10-50 % invalid calls.
-    let (rate, errors) = if s.chance(0.15) {
-        (s.uniform(0.7, 1.5), s.uniform(0.1, 0.5))
-    } else {
-        (s.uniform(0.2, 0.7), 0.0)
-    };
-    normal::integrate(s, rate, errors);
-    "enterprise"
-}
-
-/// Half on free calling every 45 s on average, half on pro every 12 s.
-fn retry_bursts(s: &mut Script) -> &'static str {
-    if s.chance(0.5) {
-        normal::retry_bursts(s, 45.0);
-        "free"
-    } else {
-        normal::retry_bursts(s, 12.0);
-        "pro"
+        Archetype::MobilePoller => normal::mobile_poller(s),
+        Archetype::FastPoller => normal::fast_poller(s),
+        Archetype::Integration => normal::integration(s),
+        Archetype::RetryBursts => normal::retry_bursts(s),
+        Archetype::CatalogSync => normal::catalog_sync(s),
+        Archetype::BatchJob => normal::batch_job(s),
+        Archetype::CredentialStuffing => abuse::credential_stuffing(s),
+        Archetype::Scraper => abuse::scraper(s),
+        Archetype::SmsPumping => abuse::sms_pumping(s),
+        Archetype::IdEnumeration => abuse::id_enumeration(s),
+        Archetype::LowAndSlow => abuse::low_and_slow(s),
+        Archetype::SlowCredentialStuffing => abuse::slow_credential_stuffing(s),
+        Archetype::DistributedLowAndSlow => abuse::distributed_low_and_slow(s),
+        Archetype::InventoryHoarding => abuse::inventory_hoarding(s),
     }
 }
 

@@ -1,5 +1,9 @@
 //! One simulated subject's requests as it is being written: its random source, its clock
 //! span, and the helpers archetypes draw from (heavy-tailed gaps, addresses, statuses).
+//!
+//! Parameters are drawn per subject from wide ranges (often log-uniform, so a range such as
+//! 1 % to 95 % of a limit has as many idle subjects as heavy ones), so one seed covers a
+//! kind of client from idle to heavy.
 
 use rand::Rng;
 use rand_chacha::ChaCha8Rng;
@@ -68,6 +72,16 @@ impl Script {
         self.rng.random_range(low..high)
     }
 
+    /// A value between `low` and `high` whose logarithm is uniform (both must be positive).
+    pub fn log_uniform(&mut self, low: f64, high: f64) -> f64 {
+        self.uniform(low.ln(), high.ln()).exp()
+    }
+
+    /// A whole number in `low..=high`.
+    pub fn between(&mut self, low: usize, high: usize) -> usize {
+        self.rng.random_range(low..=high.max(low))
+    }
+
     pub fn chance(&mut self, p: f64) -> bool {
         self.rng.random_bool(p.clamp(0.0, 1.0))
     }
@@ -112,4 +126,39 @@ impl Script {
     pub fn status(&mut self, p: f64, error: u16) -> u16 {
         if self.chance(p) { error } else { 200 }
     }
+
+    /// An upstream status drawn from `errors`, else 200.
+    pub fn outcome(&mut self, errors: Errors) -> u16 {
+        let roll = self.uniform(0.0, 1.0);
+        if roll < errors.auth {
+            if self.chance(0.2) { 403 } else { 401 }
+        } else if roll < errors.auth + errors.not_found {
+            404
+        } else if roll < errors.auth + errors.not_found + errors.invalid {
+            [400, 409, 422][self.rng.random_range(0..3)]
+        } else {
+            200
+        }
+    }
+
+    /// A well-behaved API client's error shares: an expired token now and then (0.05-0.5 %
+    /// 401/403), stale ids (0.2-2 % 404), rejected payloads (0.1-1 % 400/409/422).
+    pub fn client_errors(&mut self) -> Errors {
+        Errors {
+            auth: self.log_uniform(0.0005, 0.005),
+            not_found: self.log_uniform(0.002, 0.02),
+            invalid: self.log_uniform(0.001, 0.01),
+        }
+    }
+}
+
+/// Shares of a subject's requests that fail upstream, by kind; the rest get 200.
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub struct Errors {
+    /// 401, or 403 for a fifth of them.
+    pub auth: f64,
+    /// 404.
+    pub not_found: f64,
+    /// 400, 409 or 422 in equal parts.
+    pub invalid: f64,
 }
