@@ -77,6 +77,8 @@ fn trained_models_round_trip_through_a_file_with_identical_scores() {
                 data: "small.jsonl".into(),
                 sampling: "test".into(),
                 leave_one_archetype_out: false,
+                pairs: false,
+                ignore: Vec::new(),
             },
         )
         .expect("trains");

@@ -7,6 +7,7 @@ use super::print::{print_data, print_graded, print_report};
 use super::samples::{DEFAULT_EVERY, Sample, SampleOptions, Samples, feature_samples};
 use super::train::{TrainError, TrainOptions, TrainReport, observed, train};
 use super::{ModelError, ModelKind};
+use crate::features::FEATURE_NAMES;
 use crate::policy::Policy;
 use crate::simulate::{ReadError, Traffic, read_jsonl};
 use indicatif::{ProgressBar, ProgressStyle};
@@ -43,6 +44,14 @@ pub struct TrainArgs {
     /// Gaussians in a `gmm` model.
     #[arg(long, default_value_t = 4)]
     pub components: usize,
+    /// Also weigh pairs of features (`x_i · x_j`) in a `logistic` model: it can then tell
+    /// combinations apart, and extrapolates more boldly from them.
+    #[arg(long)]
+    pub pairs: bool,
+    /// A feature the model is fitted without (weight 0; it never makes a subject novel);
+    /// may be given several times.
+    #[arg(long, value_name = "FEATURE", value_parser = feature_index)]
+    pub ignore_feature: Vec<usize>,
     /// Also fit one model per archetype of the data without that archetype, and report how
     /// it scores the one left out (one more fit per archetype).
     #[arg(long)]
@@ -79,6 +88,14 @@ pub enum TrainCommandError {
     Save(#[from] ModelError),
     #[error("cannot draw {0}: {1}")]
     Plot(PathBuf, String),
+}
+
+/// A feature's column from its name.
+fn feature_index(name: &str) -> Result<usize, String> {
+    FEATURE_NAMES
+        .iter()
+        .position(|f| *f == name)
+        .ok_or_else(|| format!("unknown feature (expected one of {})", FEATURE_NAMES.join(", ")))
 }
 
 fn bar(len: u64, template: &str) -> ProgressBar {
@@ -258,6 +275,8 @@ fn fit(
                 .map_or_else(String::new, |n| n.to_string_lossy().into_owned()),
             sampling: options.describe(),
             leave_one_archetype_out: args.leave_one_archetype_out,
+            pairs: args.pairs,
+            ignore: args.ignore_feature.clone(),
         },
     )?;
     fitting.finish_and_clear();

@@ -71,13 +71,21 @@ impl Logistic {
         sigmoid(self.logit(x))
     }
 
-    /// Fits the weights (and pair weights) with linfa-logistic on standardised rows
-    /// (`true` = abuse).
-    pub fn fit(rows: &[[f64; FEATURE_COUNT]], abuse: &[bool]) -> Result<Logistic, TrainError> {
-        let width = FEATURE_COUNT + PAIRS;
+    /// Fits the weights (and, with `pairs`, the pair weights) with linfa-logistic on
+    /// standardised rows (`true` = abuse).
+    pub fn fit(
+        rows: &[[f64; FEATURE_COUNT]],
+        abuse: &[bool],
+        pairs: bool,
+    ) -> Result<Logistic, TrainError> {
+        let width = if pairs {
+            FEATURE_COUNT + PAIRS
+        } else {
+            FEATURE_COUNT
+        };
         let mut records = Array2::zeros((rows.len(), width));
         for (i, row) in rows.iter().enumerate() {
-            for (j, v) in expanded(row).into_iter().enumerate() {
+            for (j, v) in expanded(row).into_iter().take(width).enumerate() {
                 records[[i, j]] = v;
             }
         }

@@ -8,7 +8,7 @@
 //! reported novel instead). The same numbers are applied when scoring, so a model file
 //! carries everything needed to turn [`Features`] into what it was trained on.
 
-use crate::features::{FEATURE_COUNT, Features};
+use crate::features::{FEATURE_COUNT, Features, MAX_CV};
 use serde::{Deserialize, Serialize};
 
 /// What is done to a raw feature before standardisation.
@@ -95,6 +95,14 @@ impl Scaler {
             low,
             high,
         }
+    }
+
+    /// Makes column `j` count as seen over every value it can take (a column the model
+    /// ignores never makes a subject novel).
+    pub fn widen(&mut self, j: usize) {
+        let (low, high) = (0.0, if j == FEATURE_COUNT - 1 { MAX_CV } else { 1.0 });
+        self.low[j] = self.transforms[j].apply(low);
+        self.high[j] = self.transforms[j].apply(high);
     }
 
     /// The standardised row the model sees, each column brought within the training range

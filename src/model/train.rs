@@ -58,6 +58,11 @@ pub struct TrainOptions {
     /// The data file's name and how it was sampled (stored in the model).
     pub data: String,
     pub sampling: String,
+    /// Fit pair weights (`x_i · x_j`) besides one weight per feature (`logistic`).
+    pub pairs: bool,
+    /// Columns the model is fitted without (their weight is 0 and they never make a subject
+    /// novel), by index into [`crate::features::FEATURE_NAMES`].
+    pub ignore: Vec<usize>,
     /// Also fit one model per archetype without it, and score that archetype (slow: one fit
     /// per archetype).
     pub leave_one_archetype_out: bool,
@@ -171,11 +176,32 @@ pub fn fit_parts(
             }
             let fit = at_most(fit, MAX_LOGISTIC_ROWS, options.seed);
             let calibrate = at_most(calibrate, MAX_LOGISTIC_ROWS / 2, options.seed);
-            let scaler = Scaler::fit(DEFAULT_TRANSFORMS, &features(&fit));
+            let mut scaler = Scaler::fit(DEFAULT_TRANSFORMS, &features(&fit));
+            for &j in &options.ignore {
+                scaler.widen(j);
+            }
             let rows = |r: &[&Sample]| -> Vec<[f64; FEATURE_COUNT]> {
-                r.iter().map(|s| scaler.apply(&s.features)).collect()
+                r.iter()
+                    .map(|s| {
+                        let mut x = scaler.apply(&s.features);
+                        for &j in &options.ignore {
+                            x[j] = 0.0;
+                        }
+                        x
+                    })
+                    .collect()
             };
-            let raw = Logistic::fit(&rows(&fit), &labels(&fit))?;
+            let raw = Logistic::fit(&rows(&fit), &labels(&fit), options.pairs)?;
+            let raw = Logistic {
+                weights: std::array::from_fn(|j| {
+                    if options.ignore.contains(&j) {
+                        0.0
+                    } else {
+                        raw.weights[j]
+                    }
+                }),
+                ..raw
+            };
             let calibrated = raw.calibrated(&rows(&calibrate), &labels(&calibrate))?;
             let abuse_share =
                 fit.iter().filter(|s| s.abuse).count() as f64 / fit.len().max(1) as f64;
