@@ -86,7 +86,9 @@ pub async fn run(
     let local = listeners.http.local_addr().map_err(ServeError::Serve)?;
     let grpc = listeners.grpc.local_addr().map_err(ServeError::Serve)?;
     tracing::info!(%grpc, "grpc rate limit service up");
-    tracing::info!(%local, %grpc, policy = %args.policy.display(), "ratewarden listening");
+    // The store's URL with its password masked: the line says where decisions are counted.
+    let store = engine.policy().store.url.redacted();
+    tracing::info!(%local, %grpc, policy = %args.policy.display(), %store, "ratewarden listening");
     let app = router(AppState {
         engine: engine.clone(),
         metrics,
