@@ -2,13 +2,16 @@
 //! started here on a free loopback port with the configuration the repository ships in
 //! `examples/` (`examples/nginx/ratewarden.conf`, `examples/caddy/Caddyfile`, read at test time,
 //! so the examples cannot rot), in front of a small upstream, with the real `ratewarden` binary
-//! deciding. Five exports pass to the upstream, the sixth is 429 with `Retry-After` and the rate
-//! limit headers, and another key still passes.
+//! deciding. Five exports pass to the upstream with the rate limit headers on the client's
+//! response, the sixth is ratewarden's 429 (its problem+json body, `Retry-After`, `RateLimit*`
+//! and `X-RateLimit-*`), and another key still passes; a store failing under `on_error: deny`
+//! reaches the client as ratewarden's 503, not the proxy's own error page.
 
 mod common;
 
 use common::daemon::{Daemon, Reply, header, send};
 use common::http::structured;
+use serde_json::{Value, json};
 use std::io::{BufRead, BufReader, Write};
 use std::net::{SocketAddr, TcpListener, TcpStream};
 use std::path::Path;
@@ -258,10 +261,19 @@ fn fresh_export_window(daemon: &Daemon) {
 /// headers, and another key passes.
 fn five_then_429(proxy: &Proxy, daemon: &Daemon, upstream: &Upstream) {
     fresh_export_window(daemon);
-    for n in 1..=5 {
+    for n in 1..=5u64 {
         let reply = proxy.get("/api/export", "k");
         assert_eq!(reply.status, 200, "request {n}: {reply:?} {}", reply.text());
         assert_eq!(reply.text(), "upstream /api/export", "request {n}");
+        // The client sees its quota on an allowed response too.
+        let policy = reply.header("ratelimit-policy");
+        assert_eq!(policy, Some("\"export\";q=5;w=60"), "request {n}: {reply:?}");
+        let state = structured(reply.header("ratelimit").expect("RateLimit"));
+        assert_eq!(state.params[0], ("r".to_owned(), 5 - n as i64), "{reply:?}");
+        assert_eq!(reply.header("x-ratelimit-limit"), Some("5"), "{reply:?}");
+        let remaining = (5 - n).to_string();
+        assert_eq!(reply.header("x-ratelimit-remaining"), Some(remaining.as_str()));
+        assert!(reply.header("x-ratelimit-reset").is_some(), "{reply:?}");
     }
     assert_eq!(upstream.hits(), 5);
 
@@ -285,12 +297,91 @@ fn five_then_429(proxy: &Proxy, daemon: &Daemon, upstream: &Upstream) {
     assert_eq!(state.params[0], ("r".to_owned(), 0), "{denied:?}");
     assert_eq!(state.params[1].0, "t");
     assert!((1..=60).contains(&state.params[1].1), "{denied:?}");
+    assert_eq!(denied.header("x-ratelimit-limit"), Some("5"), "{denied:?}");
+    assert_eq!(denied.header("x-ratelimit-remaining"), Some("0"), "{denied:?}");
+    let reset = state.params[1].1.to_string();
+    assert_eq!(denied.header("x-ratelimit-reset"), Some(reset.as_str()));
+    assert_eq!(denied.header("x-ratewarden-problem"), None, "{denied:?}");
+    let problem = problem_body(&denied);
+    assert_eq!(
+        problem,
+        json!({
+            "type": "https://iana.org/assignments/http-problem-types#quota-exceeded",
+            "title": "Quota exceeded",
+            "status": 429,
+            "detail": format!("limit \"export\" allows 5 per 60 s; retry in {retry} s"),
+            "violated-policies": ["export"],
+        })
+    );
     assert_eq!(upstream.hits(), 5, "a denial reached the upstream");
 
     let other = proxy.get("/api/export", "another-key");
     assert_eq!(other.status, 200, "{other:?}");
     assert_eq!(other.text(), "upstream /api/export");
     assert_eq!(upstream.hits(), 6);
+}
+
+/// The body of a problem reply, checked to be `application/problem+json`.
+fn problem_body(reply: &Reply) -> Value {
+    assert_eq!(
+        reply.header("content-type"),
+        Some("application/problem+json"),
+        "{reply:?}"
+    );
+    serde_json::from_str(&reply.text())
+        .unwrap_or_else(|e| panic!("not JSON ({e}): {reply:?} {}", reply.text()))
+}
+
+/// A daemon on a Redis port nothing listens on, with `on_error: deny`: every decision is 503.
+fn daemon_with_store_down(dir: &Path) -> Daemon {
+    let policy = dir.join("store-down.yaml");
+    let yaml = format!(
+        "store: {{ url: \"redis://127.0.0.1:{}/0\", on_error: deny, timeout: 50ms }}\n\
+         default_tier: free\n\
+         tiers: {{ free: {{ limits: [ {{ name: hourly, algorithm: sliding_window, requests: 100, window: 1h }} ] }} }}\n",
+        free_port()
+    );
+    std::fs::write(&policy, yaml).unwrap();
+    Daemon::start(&policy, &[])
+}
+
+/// A store failing under `on_error: deny` reaches the client as ratewarden's 503 problem.
+fn store_down_is_503(proxy: &Proxy, upstream: &Upstream) {
+    let reply = proxy.get("/api/export", "k");
+    assert_eq!(reply.status, 503, "{reply:?} {}\n{}", reply.text(), proxy.log_text());
+    assert_eq!(
+        problem_body(&reply),
+        json!({
+            "type": "https://iana.org/assignments/http-problem-types#temporary-reduced-capacity",
+            "title": "Temporary reduced capacity",
+            "status": 503,
+            "detail": "the rate limit store is unavailable and store.on_error denies",
+            "violated-policies": [],
+        })
+    );
+    assert_eq!(upstream.hits(), 0, "a denial reached the upstream");
+}
+
+#[test]
+fn nginx_auth_request_snippet_turns_the_store_failing_into_ratewardens_503() {
+    let dir = tempfile::tempdir().unwrap();
+    let daemon = daemon_with_store_down(dir.path());
+    let upstream = Upstream::start();
+    let proxy = nginx(dir.path(), daemon.addr, upstream.addr);
+    store_down_is_503(&proxy, &upstream);
+    drop(proxy);
+    assert!(daemon.stop(Duration::from_secs(10)).success());
+}
+
+#[test]
+fn caddy_forward_auth_snippet_passes_ratewardens_503_through() {
+    let dir = tempfile::tempdir().unwrap();
+    let daemon = daemon_with_store_down(dir.path());
+    let upstream = Upstream::start();
+    let proxy = caddy(dir.path(), daemon.addr, upstream.addr);
+    store_down_is_503(&proxy, &upstream);
+    drop(proxy);
+    assert!(daemon.stop(Duration::from_secs(10)).success());
 }
 
 #[test]
