@@ -267,12 +267,19 @@ fn five_then_429(proxy: &Proxy, daemon: &Daemon, upstream: &Upstream) {
         assert_eq!(reply.text(), "upstream /api/export", "request {n}");
         // The client sees its quota on an allowed response too.
         let policy = reply.header("ratelimit-policy");
-        assert_eq!(policy, Some("\"export\";q=5;w=60"), "request {n}: {reply:?}");
+        assert_eq!(
+            policy,
+            Some("\"export\";q=5;w=60"),
+            "request {n}: {reply:?}"
+        );
         let state = structured(reply.header("ratelimit").expect("RateLimit"));
         assert_eq!(state.params[0], ("r".to_owned(), 5 - n as i64), "{reply:?}");
         assert_eq!(reply.header("x-ratelimit-limit"), Some("5"), "{reply:?}");
         let remaining = (5 - n).to_string();
-        assert_eq!(reply.header("x-ratelimit-remaining"), Some(remaining.as_str()));
+        assert_eq!(
+            reply.header("x-ratelimit-remaining"),
+            Some(remaining.as_str())
+        );
         assert!(reply.header("x-ratelimit-reset").is_some(), "{reply:?}");
     }
     assert_eq!(upstream.hits(), 5);
@@ -298,7 +305,11 @@ fn five_then_429(proxy: &Proxy, daemon: &Daemon, upstream: &Upstream) {
     assert_eq!(state.params[1].0, "t");
     assert!((1..=60).contains(&state.params[1].1), "{denied:?}");
     assert_eq!(denied.header("x-ratelimit-limit"), Some("5"), "{denied:?}");
-    assert_eq!(denied.header("x-ratelimit-remaining"), Some("0"), "{denied:?}");
+    assert_eq!(
+        denied.header("x-ratelimit-remaining"),
+        Some("0"),
+        "{denied:?}"
+    );
     let reset = state.params[1].1.to_string();
     assert_eq!(denied.header("x-ratelimit-reset"), Some(reset.as_str()));
     assert_eq!(denied.header("x-ratewarden-problem"), None, "{denied:?}");
@@ -348,7 +359,13 @@ fn daemon_with_store_down(dir: &Path) -> Daemon {
 /// A store failing under `on_error: deny` reaches the client as ratewarden's 503 problem.
 fn store_down_is_503(proxy: &Proxy, upstream: &Upstream) {
     let reply = proxy.get("/api/export", "k");
-    assert_eq!(reply.status, 503, "{reply:?} {}\n{}", reply.text(), proxy.log_text());
+    assert_eq!(
+        reply.status,
+        503,
+        "{reply:?} {}\n{}",
+        reply.text(),
+        proxy.log_text()
+    );
     assert_eq!(
         problem_body(&reply),
         json!({

@@ -66,7 +66,8 @@ impl ControlLoop {
         sampler: Box<dyn LoadSampler>,
     ) -> Self {
         let window_len = engine.policy().adaptive.anomaly.window;
-        let fleet = fleet_for(engine.store()).map(FleetControl::new);
+        let outage = engine.store_outage().clone();
+        let fleet = fleet_for(engine.store()).map(|f| FleetControl::new(f, outage));
         Self {
             engine,
             model,
@@ -161,9 +162,24 @@ impl ControlLoop {
     /// does) and sets the load factor.
     fn update_load_factor(&mut self, now: Micros, policy: &Policy, thresholds: &Thresholds) {
         let sample = self.sampler.sample(now);
+        let band = self.load.band();
         let measured = self
             .load
             .update(sample, policy.adaptive.load.smoothing, thresholds);
+        if self.load.band() != band && self.pinned_load.is_none() {
+            // Limits change with the band: say why, once per change.
+            let cpu = self.load.smoothed().unwrap_or(0.0);
+            tracing::info!(
+                load_factor = measured,
+                cpu,
+                "load factor {measured}: smoothed CPU share {cpu:.2} (limits scale by \
+                 {} above adaptive.load.high {}, by {} below adaptive.load.low {})",
+                thresholds.load_high_factor,
+                thresholds.load_high,
+                thresholds.load_low_factor,
+                thresholds.load_low
+            );
+        }
         let factor = self.pinned_load.unwrap_or(measured);
         let scale = self.engine.scale_factors();
         scale.set_load_factor(factor);
