@@ -1,6 +1,7 @@
 //! The abuse model in force, swapped whole on reload; a bad file is refused and the old model
 //! stays (a missing model limits without anomaly scaling until the file appears).
 
+use crate::features::{FEATURE_NAMES, Features};
 use crate::metrics::Metrics;
 use crate::model::{Model, ModelError};
 use arc_swap::ArcSwapOption;
@@ -59,6 +60,23 @@ impl ModelSlot {
                 Err(error)
             }
         }
+    }
+
+    /// The `n` features of `features` furthest above the model's training mean, in its
+    /// standard deviations: (name, standardised value), largest first. Empty without a model.
+    /// What stands out in a subject, not each feature's share of the score.
+    pub fn top_features(&self, features: &Features, n: usize) -> Vec<(&'static str, f64)> {
+        let Some(model) = self.get() else {
+            return Vec::new();
+        };
+        let mut ranked: Vec<(&'static str, f64)> = FEATURE_NAMES
+            .iter()
+            .copied()
+            .zip(model.standardized(features))
+            .collect();
+        ranked.sort_by(|a, b| b.1.total_cmp(&a.1));
+        ranked.truncate(n);
+        ranked
     }
 
     /// Reloads the file last named, if any.

@@ -177,6 +177,12 @@ impl Model {
         }
     }
 
+    /// Each feature as the model sees it: transformed and standardised against its training
+    /// data (0: the training mean; 2: two standard deviations above it), in feature order.
+    pub fn standardized(&self, features: &Features) -> Vec<f64> {
+        self.scaler.apply(features).to_vec()
+    }
+
     /// Scores many subjects (a control cycle's worth), in order.
     pub fn score_many(&self, features: &[Features]) -> Vec<f64> {
         features.iter().map(|f| self.score(f)).collect()

@@ -29,3 +29,14 @@ pub enum OnError {
     Deny,
     Local,
 }
+
+impl OnError {
+    /// As the policy file writes it.
+    pub fn label(self) -> &'static str {
+        match self {
+            OnError::Allow => "allow",
+            OnError::Deny => "deny",
+            OnError::Local => "local",
+        }
+    }
+}

@@ -74,6 +74,44 @@ impl StoreUrl {
             StoreUrl::RedisSentinel(url) => url.tls,
         }
     }
+
+    /// Scheme and hosts only, for a log line: no user, password, database or path.
+    pub fn location(&self) -> String {
+        match self {
+            StoreUrl::Memory => "memory://".to_owned(),
+            StoreUrl::Redis(url) => host_of(url),
+            StoreUrl::RedisCluster(nodes) => {
+                let hosts: Vec<String> = nodes
+                    .iter()
+                    .map(|n| {
+                        host_of(n)
+                            .split_once("://")
+                            .map_or(String::new(), |(_, h)| h.to_owned())
+                    })
+                    .collect();
+                let tls = nodes.iter().any(|n| n.starts_with("rediss://"));
+                let scheme = if tls {
+                    "rediss+cluster"
+                } else {
+                    "redis+cluster"
+                };
+                format!("{scheme}://{}", hosts.join(","))
+            }
+            StoreUrl::RedisSentinel(url) => {
+                let hosts: Vec<String> = url
+                    .sentinels
+                    .iter()
+                    .map(|(host, port)| format!("{host}:{port}"))
+                    .collect();
+                let scheme = if url.tls {
+                    "rediss+sentinel"
+                } else {
+                    "redis+sentinel"
+                };
+                format!("{scheme}://{}/{}", hosts.join(","), url.primary_name)
+            }
+        }
+    }
 }
 
 /// `[user:password@]host:port,host:port...` as node URLs. The client requires the same
@@ -94,6 +132,17 @@ fn cluster_nodes(scheme: &str, list: &str) -> Result<Vec<String>, StoreUrlError>
             false => format!("{scheme}://{credentials}{n}"),
         })
         .collect())
+}
+
+/// `scheme://host:port` of one `scheme://[credentials@]host:port[/path]`.
+fn host_of(url: &str) -> String {
+    let (scheme, rest) = url.split_once("://").unwrap_or(("", url));
+    let end = rest.find(['/', '?', '#']).unwrap_or(rest.len());
+    let authority = &rest[..end];
+    let host = authority
+        .rsplit_once('@')
+        .map_or(authority, |(_, host)| host);
+    format!("{scheme}://{host}")
 }
 
 /// `url` as it may be shown in a log line or an error: a password (`user:password@`, or
@@ -141,6 +190,22 @@ mod tests {
             "redis://u:***@h1:7000,redis://v:***@h2:7001"
         );
         assert_eq!(redacted("memory://"), "memory://");
+    }
+
+    #[test]
+    fn locations_show_scheme_and_hosts_only() {
+        let location = |url: &str| StoreUrl::parse(url).unwrap().location();
+        assert_eq!(location("rediss://app:s3cret@h:6380/2"), "rediss://h:6380");
+        assert_eq!(location("redis://h:6379/0"), "redis://h:6379");
+        assert_eq!(
+            location("redis+cluster://h1:7000,h2:7001"),
+            "redis+cluster://h1:7000,h2:7001"
+        );
+        assert_eq!(
+            location("redis+sentinel://u:p@s1:26379,s2:26380/mymaster/1"),
+            "redis+sentinel://s1:26379,s2:26380/mymaster"
+        );
+        assert_eq!(location("memory://"), "memory://");
     }
 
     #[test]
