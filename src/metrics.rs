@@ -82,6 +82,7 @@ pub struct Metrics {
     pub tier_cache_requests: IntCounterVec,
     pub config_reloads: IntCounterVec,
     pub model_info: IntGaugeVec,
+    pub policy_file_refused: IntGauge,
     pub reports: IntCounterVec,
     pub envoy_unmatched: IntCounterVec,
 }
@@ -203,6 +204,12 @@ const MODEL_INFO: Family = Family {
     labels: &["version", "kind"],
 };
 
+const POLICY_FILE_REFUSED: Family = Family {
+    name: "ratewarden_policy_file_refused",
+    help: "1 while the policy file on disk was refused at its last reload and an older policy is in force",
+    labels: &[],
+};
+
 /// `store_errors_total{action}`: what a decision did when the store failed.
 pub const STORE_ERROR_ACTIONS: [&str; 3] = ["local", "allowed", "denied"];
 /// `rejections_total{reason}` of a limit (`store_unavailable` names no limit).
@@ -288,6 +295,7 @@ impl Metrics {
             control_cycle_duration: CONTROL_CYCLE_DURATION
                 .histogram(&registry, LATENCY_BUCKETS.to_vec()),
             model_info: MODEL_INFO.int_gauge_vec(&registry),
+            policy_file_refused: POLICY_FILE_REFUSED.int_gauge(&registry),
             registry,
         };
         // Every series from the start, at 0: Prometheus sees no increase in a series that is

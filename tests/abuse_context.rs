@@ -107,7 +107,12 @@ fn a_fast_regular_many_path_client_is_normal_within_an_enterprise_quota_and_flag
                 json!({"user": user, "endpoint": endpoint, "tier": tier, "ip": "198.51.100.7"}),
             );
             if d["allowed"] == true {
-                report(&daemon, user, &endpoint, if id % 67 == 0 { 404 } else { 200 });
+                report(
+                    &daemon,
+                    user,
+                    &endpoint,
+                    if id % 67 == 0 { 404 } else { 200 },
+                );
             }
         }
         std::thread::sleep(Duration::from_millis(50));
@@ -134,7 +139,14 @@ fn a_human_paced_burst_of_twenty_requests_is_not_flagged_under_a_ten_second_wind
         ],
     ));
     // Page loads a third to a half second apart, each now and then followed by an API call.
-    let pages = ["/", "/products/12", "/products/7", "/cart", "/account", "/products/3"];
+    let pages = [
+        "/",
+        "/products/12",
+        "/products/7",
+        "/cart",
+        "/account",
+        "/products/3",
+    ];
     for i in 0..20usize {
         let endpoint = if i % 4 == 3 {
             "/api/recommendations"
@@ -176,7 +188,11 @@ fn model_with_a_narrow_range(dir: &Path) -> PathBuf {
 #[test]
 fn a_novel_subject_is_reported_and_not_scaled_by_its_score_alone() {
     let dir = tempfile::tempdir().unwrap();
-    let daemon = start(&policy(dir.path(), &model_with_a_narrow_range(dir.path()), &[]));
+    let daemon = start(&policy(
+        dir.path(),
+        &model_with_a_narrow_range(dir.path()),
+        &[],
+    ));
     // Every request from another address: far past the 0.2 the model saw.
     for i in 0..40u32 {
         let ip = format!("203.0.113.{}", i + 1);
@@ -192,7 +208,10 @@ fn a_novel_subject_is_reported_and_not_scaled_by_its_score_alone() {
     let roamer = scored_view(&daemon, "roamer");
     eprintln!("roamer: {roamer}");
     assert!(roamer["abuse_score"].as_f64().unwrap() >= 0.8, "{roamer}");
-    assert_eq!(roamer["flagged"], false, "novel, and no denials agree: {roamer}");
+    assert_eq!(
+        roamer["flagged"], false,
+        "novel, and no denials agree: {roamer}"
+    );
     let explanation = &roamer["explanation"];
     assert_eq!(explanation["novel"], true);
     let ips = explanation["features"]
@@ -214,9 +233,15 @@ fn a_novel_subject_is_reported_and_not_scaled_by_its_score_alone() {
     assert!((sum - logit).abs() < 1e-9, "{sum} vs {logit}");
     let score = roamer["abuse_score"].as_f64().unwrap();
     assert!((1.0 / (1.0 + (-logit).exp()) - score).abs() < 1e-9);
-    let d = check(&daemon, json!({"user": "roamer", "endpoint": "/api/orders", "tier": "enterprise"}));
+    let d = check(
+        &daemon,
+        json!({"user": "roamer", "endpoint": "/api/orders", "tier": "enterprise"}),
+    );
     assert_eq!(d["scale"], 1.0, "still not scaled: {d}");
     let (_, metrics) = daemon.get("/metrics");
-    assert!(metrics.contains("ratewarden_novel_subjects 1"), "one novel subject");
+    assert!(
+        metrics.contains("ratewarden_novel_subjects 1"),
+        "one novel subject"
+    );
     assert!(metrics.contains("ratewarden_flagged_subjects 0"));
 }

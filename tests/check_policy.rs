@@ -183,3 +183,16 @@ fn valid_fixtures_compile() {
         valid_fixture(name);
     }
 }
+
+#[test]
+fn a_tls_ca_is_read_from_beside_the_policy_file() {
+    let policy = valid_fixture("redis_tls");
+    assert!(policy.store.url.is_tls());
+    let ca = policy.store.tls_ca.as_ref().expect("store.tls_ca compiled");
+    assert_eq!(ca.path(), fixtures().join("valid").join("redis-tls-ca.pem"));
+    // Logs and errors show the URL without its password.
+    assert_eq!(
+        policy.store.url.redacted(),
+        "rediss://app:***@redis.example.com:6380/0"
+    );
+}

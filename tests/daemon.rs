@@ -1,5 +1,6 @@
 //! The real binary: starts with the shipped policy, reloads on SIGHUP and on file change
-//! (refusing a broken file and keeping the old policy), and stops gracefully on SIGTERM.
+//! (refusing a broken file and keeping the old policy, which `ratewarden_policy_file_refused`
+//! says), tells what a reload changes in plain words, and stops gracefully on SIGTERM.
 
 mod common;
 
@@ -33,21 +34,102 @@ fn sighup_and_file_changes_reload_and_a_broken_file_keeps_the_old_policy() {
     // A broken file is refused with every error, and the daemon keeps serving.
     let broken = SHIPPED.replace("requests: 100,", "requests: 0,");
     assert_ne!(broken, SHIPPED);
+    assert_eq!(refused_gauge(&daemon), "0");
     std::fs::write(&policy, &broken).unwrap();
     daemon.wait_for(
         "policy refused: tiers.free.limits[0].requests: must be at least 1",
         Duration::from_secs(10),
     );
     assert_eq!(daemon.get("/healthz").0, 200);
+    assert_eq!(refused_gauge(&daemon), "1", "an older policy is in force");
 
     // A good edit is picked up from the file change...
     std::fs::write(&policy, SHIPPED.replace("requests: 100,", "requests: 150,")).unwrap();
     daemon.wait_for("trigger=\"file change\"", Duration::from_secs(10));
     daemon.wait_for("policy reloaded", Duration::from_secs(10));
+    assert_eq!(refused_gauge(&daemon), "0");
 
     // ...and SIGHUP reloads too.
     daemon.signal("HUP");
     daemon.wait_for("trigger=\"SIGHUP\"", Duration::from_secs(10));
+    assert!(daemon.stop(Duration::from_secs(10)).success());
+}
+
+/// The value of `ratewarden_policy_file_refused`.
+fn refused_gauge(daemon: &Daemon) -> String {
+    let (status, text) = daemon.get("/metrics");
+    assert_eq!(status, 200);
+    text.lines()
+        .find_map(|l| l.strip_prefix("ratewarden_policy_file_refused "))
+        .unwrap_or_else(|| panic!("no ratewarden_policy_file_refused in:\n{text}"))
+        .to_owned()
+}
+
+/// A decision of `/v1/check` for `user`: (status, body).
+fn check(daemon: &Daemon, user: &str) -> (u16, String) {
+    let body = format!(r#"{{"user":"{user}","endpoint":"/misc"}}"#);
+    let (status, _, text) = daemon.post_json("/v1/check", &body);
+    (status, text)
+}
+
+/// A policy on a Redis port nothing listens on: every decision follows `on_error`.
+fn store_down_policy(port: u16, on_error: &str, timeout: &str) -> String {
+    format!(
+        "store: {{ url: \"redis://:s3cret@127.0.0.1:{port}/0\", on_error: {on_error}, timeout: {timeout} }}
+default_tier: free
+tiers: {{ free: {{ limits: [ {{ name: hourly, algorithm: sliding_window, requests: 100, window: 1h }} ] }} }}
+adaptive: {{ anomaly: {{ threshold: 0.8 }} }}
+"
+    )
+}
+
+/// `store.on_error` is in force from the reload on, and said to be; a setting the store was
+/// opened with is said to wait for a restart; values set through the admin API that the file's
+/// replace are named with both values.
+#[test]
+fn a_reload_says_what_it_changes_and_on_error_applies_at_once() {
+    let dir = tempfile::tempdir().unwrap();
+    let policy = dir.path().join("policy.yaml");
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    std::fs::write(&policy, store_down_policy(port, "allow", "50ms")).unwrap();
+    let mut daemon = Daemon::start(&policy, &[("RATEWARDEN_ADMIN_TOKEN", "admin")]);
+    let (status, body) = check(&daemon, "alice");
+    assert_eq!(status, 200, "on_error: allow: {body}");
+
+    let auth = ("Authorization", "Bearer admin");
+    let json = ("Content-Type", "application/json");
+    let set = r#"{"anomaly_threshold": 0.6, "load_factor_override": 0.5}"#;
+    let (status, _, body) = daemon.request("PUT", "/v1/admin/thresholds", &[auth, json], set);
+    assert_eq!(status, 200, "{body}");
+
+    std::fs::write(&policy, store_down_policy(port, "deny", "80ms")).unwrap();
+    daemon.signal("HUP");
+    daemon.wait_for("policy reloaded", Duration::from_secs(10));
+    let (status, body) = check(&daemon, "alice");
+    assert_eq!(status, 503, "on_error: deny is in force at once: {body}");
+
+    let log = daemon.drain_log().join("\n");
+    for line in [
+        "INFO ratewarden::reload::changes: store.on_error changed from allow to deny; in force now",
+        "WARN ratewarden::reload::changes: store.timeout changed from 50ms to 80ms; it takes \
+         effect at the next restart (the store in use stays)",
+        "WARN ratewarden::reload::changes: the reload replaced a value set through the admin \
+         API: adaptive.anomaly.threshold was 0.6, now 0.8 from the policy file",
+        "WARN ratewarden::reload::changes: the reload replaced a value set through the admin \
+         API: adaptive.load.factor_override was 0.5, now none from the policy file",
+    ] {
+        assert!(log.contains(line), "no {line:?} in:\n{log}");
+    }
+    assert!(
+        !log.contains("store.on_error changed from allow to deny; it takes"),
+        "{log}"
+    );
+    assert!(!log.contains("store.url"), "the URL did not change:\n{log}");
+    assert!(!log.contains("s3cret"), "{log}");
     assert!(daemon.stop(Duration::from_secs(10)).success());
 }
 
@@ -107,6 +189,7 @@ fn a_fresh_daemon_exports_every_series_the_dashboards_query() {
         r#"ratewarden_tier_cache_requests_total{result="miss"} 0"#,
         r#"ratewarden_reports_total{class="4xx"} 0"#,
         r#"ratewarden_config_reloads_total{kind="policy",result="error"} 0"#,
+        "ratewarden_policy_file_refused 0",
         r#"ratewarden_rejections_total{reason="anomaly",rule="hourly",tier="free"} 0"#,
         r#"ratewarden_decisions_total{outcome="denied",rule="search",tier="pro"} 0"#,
     ] {

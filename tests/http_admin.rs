@@ -1,9 +1,11 @@
 //! The admin API through the router: enabling and authentication, live thresholds, the subject
-//! view, stored tiers and reload. An engine on the embedded store with a manual clock.
+//! view, flags and the allowlist, stored tiers and reload. An engine on the embedded store with a manual clock.
 //!
 //! This file tests the gate (disabled, missing or wrong token) and the OpenAPI description;
 //! `tests/http_admin/` holds the harness and the tests of each route.
 
+#[path = "http_admin/flags.rs"]
+mod flags;
 #[path = "http_admin/harness.rs"]
 mod harness;
 #[path = "http_admin/reload.rs"]
@@ -20,7 +22,7 @@ use harness::{TOKEN, bearer, harness, send};
 use serde_json::json;
 
 /// Every admin route with a body it accepts.
-const ROUTES: [(&str, &str, Option<&str>); 5] = [
+const ROUTES: [(&str, &str, Option<&str>); 9] = [
     ("GET", "/v1/admin/thresholds", None),
     ("PUT", "/v1/admin/thresholds", Some("{}")),
     ("GET", "/v1/admin/subjects/alice", None),
@@ -30,6 +32,14 @@ const ROUTES: [(&str, &str, Option<&str>); 5] = [
         Some(r#"{"tier": "pro"}"#),
     ),
     ("POST", "/v1/admin/reload", None),
+    ("GET", "/v1/admin/flagged", None),
+    ("DELETE", "/v1/admin/subjects/alice/flag", None),
+    (
+        "PUT",
+        "/v1/admin/subjects/alice/allowlist",
+        Some(r#"{"ttl_seconds": 60}"#),
+    ),
+    ("DELETE", "/v1/admin/subjects/alice/allowlist", None),
 ];
 
 fn method(name: &str) -> Method {

@@ -150,7 +150,10 @@ fn corrupt_or_incompatible_model_files_are_refused_naming_the_problem() {
             "nan_weight.json",
             "parameters.weights[2] is not a finite number",
         ),
-        ("nan_literal.json", "not valid JSON: expected value at line 78 column 7"),
+        (
+            "nan_literal.json",
+            "not valid JSON: expected value at line 78 column 7",
+        ),
         (
             "wrong_feature_order.json",
             "features [\"limit_usage\", \"endpoints_per_request\", \"denied_ratio\", \
@@ -357,7 +360,11 @@ fn an_explanation_adds_up_to_the_scores_logit() {
     let model = shipped();
     for observed in features(fresh()).into_iter().step_by(997) {
         let e = model.explain(&observed);
-        let sum: f64 = e.base + e.features.iter().filter_map(|c| c.contribution).sum::<f64>();
+        let sum: f64 = e.base
+            + e.features
+                .iter()
+                .filter_map(|c| c.contribution)
+                .sum::<f64>();
         assert!((sum - e.logit).abs() < 1e-9, "{e:?}");
         assert!((e.score - model.score(&observed)).abs() < 1e-12);
         assert_eq!(e.features.len(), ratewarden::features::FEATURE_COUNT);
@@ -377,7 +384,12 @@ fn few_requests_are_weak_evidence_whatever_the_features() {
         other_client_error_ratio: 0.0,
         interarrival_cv: 0.0,
     };
-    let score = |requests| model.score(&SubjectFeatures { features: worst, requests });
+    let score = |requests| {
+        model.score(&SubjectFeatures {
+            features: worst,
+            requests,
+        })
+    };
     // Half the model's say at `half_weight_requests`, so a handful of requests cannot be
     // certain; with more the score grows, and it never reaches 1.
     let evidence = model.evidence();
@@ -407,13 +419,23 @@ fn leave_one_archetype_out_scores_each_archetype_with_a_model_fitted_without_it(
     for (archetype, _) in MIX {
         if samples.subjects.iter().any(|s| {
             s.archetype.as_deref() == Some(archetype.name())
-                && samples.samples.iter().any(|x| samples.subjects[x.subject as usize].user == s.user)
+                && samples
+                    .samples
+                    .iter()
+                    .any(|x| samples.subjects[x.subject as usize].user == s.user)
         }) {
-            assert!(named.contains(&archetype.name()), "{} missing", archetype.name());
+            assert!(
+                named.contains(&archetype.name()),
+                "{} missing",
+                archetype.name()
+            );
         }
     }
     for g in left_out {
-        assert!(g.flagged[0] >= g.flagged[1] && g.flagged[1] >= g.flagged[2], "{g:?}");
+        assert!(
+            g.flagged[0] >= g.flagged[1] && g.flagged[1] >= g.flagged[2],
+            "{g:?}"
+        );
         assert!(g.flagged[0] <= g.subjects);
     }
     // Ignored features weigh nothing.

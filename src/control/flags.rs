@@ -101,6 +101,11 @@ impl FlagTracker {
         &self.begun
     }
 
+    /// Drops `subject`'s flag and its hold (the admin API cleared or allowlisted it).
+    pub fn remove(&mut self, subject: KeyHash) {
+        self.flags.remove(&subject);
+    }
+
     pub fn flag(&self, subject: KeyHash) -> Option<Flag> {
         self.flags.get(&subject).copied()
     }

@@ -7,13 +7,18 @@ use super::flags::{Flag, FlagTracker};
 use super::fleet_state::FleetState;
 use super::{CycleOutcome, observe_totals};
 use crate::clock::{Micros, micros};
-use crate::engine::SubjectStanding;
+use crate::engine::{StoreOutage, SubjectStanding};
 use crate::features::window::{bucket_len, oldest_bucket};
 use crate::features::{Features, NewActivity, SubjectFeatures};
 use crate::limit::KeyHash;
 use crate::policy::Policy;
+use crate::store::StoreError;
 use hashbrown::HashMap;
+use std::sync::Arc;
 use std::time::Duration;
+
+/// The first store call of a cycle that failed: which one, and why.
+type Failure = Option<(&'static str, StoreError)>;
 
 pub struct FleetControl {
     fleet: Box<dyn FleetState>,
@@ -21,12 +26,15 @@ pub struct FleetControl {
     id: String,
     leader: bool,
     generation: u64,
+    /// The engine's outage tracker: a failed cycle is part of the outage the request path sees.
+    outage: Arc<StoreOutage>,
 }
 
 impl FleetControl {
-    pub fn new(fleet: Box<dyn FleetState>) -> Self {
+    pub fn new(fleet: Box<dyn FleetState>, outage: Arc<StoreOutage>) -> Self {
         Self {
             fleet,
+            outage,
             id: format!("{:016x}", rand_id()),
             leader: false,
             generation: 0,
@@ -43,7 +51,8 @@ impl FleetControl {
         self.leader = false;
     }
 
-    /// One cycle's shared part; `None` when the store failed (the last standings stay).
+    /// One cycle's shared part; `None` when the store failed (the last standings stay). A
+    /// failed store call is reported to the outage tracker, a cycle without one ends an outage.
     pub async fn cycle(
         &mut self,
         policy: &Policy,
@@ -52,12 +61,36 @@ impl FleetControl {
         judge: &mut FlagTracker,
         decide: impl FnOnce(&mut FlagTracker, Vec<(KeyHash, SubjectFeatures)>) -> CycleOutcome,
     ) -> Option<CycleOutcome> {
+        let mut failure = None;
+        let outcome = self
+            .shared_cycle(policy, now, pending, judge, decide, &mut failure)
+            .await;
+        match failure {
+            Some((during, error)) => {
+                tracing::debug!(%error, "control loop: {during} failed");
+                let on_error = policy.store.on_error;
+                self.outage.failed(now, during, &error, on_error, None);
+            }
+            None => self.outage.answered(|| now),
+        }
+        outcome
+    }
+
+    async fn shared_cycle(
+        &mut self,
+        policy: &Policy,
+        now: Micros,
+        pending: &[(KeyHash, NewActivity)],
+        judge: &mut FlagTracker,
+        decide: impl FnOnce(&mut FlagTracker, Vec<(KeyHash, SubjectFeatures)>) -> CycleOutcome,
+        failure: &mut Failure,
+    ) -> Option<CycleOutcome> {
         let anomaly = &policy.adaptive.anomaly;
         let interval = policy.adaptive.interval;
         let len = bucket_len(anomaly.window);
         let keep = anomaly.window + Duration::from_micros(len * 2);
         if let Err(error) = self.fleet.flush_activity(now, len, keep, pending).await {
-            tracing::warn!(%error, "control loop: cannot add activity to the store");
+            failure.get_or_insert(("the control loop's activity upload", error));
         }
         let lease = (interval * 3).max(Duration::from_secs(1));
         let hold = micros(anomaly.hold);
@@ -65,23 +98,26 @@ impl FleetControl {
         self.leader = match self.fleet.try_lead(&self.id, lease).await {
             Ok(held) => held,
             Err(error) => {
-                tracing::warn!(%error, "control loop: cannot take the lease");
+                failure.get_or_insert(("the control loop's lease", error));
                 return None;
             }
         };
         if !self.leader {
-            return self.adopt(judge, hold).await.map(|(verdict, _)| verdict);
+            return self
+                .adopt(judge, hold, failure)
+                .await
+                .map(|(verdict, _)| verdict);
         }
         if !was_leader {
             // Take over the flags (and their hold) of the previous leader.
-            let _ = self.adopt(judge, hold).await;
+            let _ = self.adopt(judge, hold, failure).await;
             tracing::info!("control loop: this daemon now scores for the fleet");
         }
         let since = now.saturating_sub(micros(anomaly.window) + len);
         let subjects = match self.fleet.active_subjects(since).await {
             Ok(subjects) => subjects,
             Err(error) => {
-                tracing::warn!(%error, "control loop: cannot list active subjects");
+                failure.get_or_insert(("the control loop's subject list", error));
                 return None;
             }
         };
@@ -92,7 +128,7 @@ impl FleetControl {
         {
             Ok(totals) => totals,
             Err(error) => {
-                tracing::warn!(%error, "control loop: cannot read activity");
+                failure.get_or_insert(("the control loop's activity read", error));
                 return None;
             }
         };
@@ -118,7 +154,9 @@ impl FleetControl {
                 );
                 self.leader = false;
             }
-            Err(error) => tracing::warn!(%error, "control loop: cannot publish standings"),
+            Err(error) => {
+                failure.get_or_insert(("the control loop's standings upload", error));
+            }
         }
         Some(verdict)
     }
@@ -128,12 +166,13 @@ impl FleetControl {
         &mut self,
         judge: &mut FlagTracker,
         hold: Micros,
+        failure: &mut Failure,
     ) -> Option<(CycleOutcome, u64)> {
         let (generation, entries) = match self.fleet.read_standings().await {
             Ok(Some(found)) => found,
             Ok(None) => return None,
             Err(error) => {
-                tracing::warn!(%error, "control loop: cannot read standings");
+                failure.get_or_insert(("the control loop's standings read", error));
                 return None;
             }
         };
@@ -141,7 +180,7 @@ impl FleetControl {
             standings: HashMap::new(),
             scores: Vec::new(),
             observed: HashMap::with_capacity(entries.len()),
-            novel: 0,
+            novel: Vec::new(),
             begun: Vec::new(),
         };
         let mut flags = Vec::new();

@@ -50,6 +50,17 @@ impl SystemLoad {
     }
 }
 
+impl SystemLoad {
+    /// Where the load comes from, for the start-up line.
+    pub fn source(&self) -> String {
+        match (&self.cgroup, &self.system) {
+            (Some(c), _) => format!("the cgroup's CPU quota ({} CPUs)", c.cpus()),
+            (None, Some(_)) => "the host's CPU".to_owned(),
+            (None, None) => "none (CPU use unreadable)".to_owned(),
+        }
+    }
+}
+
 impl Default for SystemLoad {
     fn default() -> Self {
         Self::new()

@@ -17,21 +17,21 @@ mod scoring;
 
 pub use cgroup::CgroupCpu;
 pub use flags::{Flag, FlagTracker, Scored};
-pub use scoring::{BegunFlag, SECOND_SIGNAL_DENIED_RATIO};
 pub use fleet_redis::fleet_for;
 pub use fleet_state::{FleetFuture, FleetState, Published};
 pub use load::{Band, LoadController, LoadSampler, SystemLoad};
 pub use model_slot::ModelSlot;
+pub use scoring::{BegunFlag, SECOND_SIGNAL_DENIED_RATIO};
 
 use crate::clock::Micros;
-use crate::engine::{Engine, SubjectStanding, Thresholds};
+use crate::engine::{Engine, Exemption, SubjectStanding, Thresholds};
 use crate::features::{ActivityWindow, SubjectActivity, SubjectFeatures, features_of};
 use crate::limit::KeyHash;
 use crate::policy::Policy;
 use crate::store::{Backend, SharedTotals};
 use fleet::FleetControl;
-use scoring::decide_with;
 use hashbrown::HashMap;
+use scoring::{NovelSubjects, decide_with};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -60,6 +60,7 @@ pub struct ControlLoop {
     fleet: Option<FleetControl>,
     /// `--pin-load-factor`: the factor in place of the measured one.
     pinned_load: Option<f64>,
+    novel_subjects: NovelSubjects,
 }
 
 impl ControlLoop {
@@ -69,7 +70,8 @@ impl ControlLoop {
         sampler: Box<dyn LoadSampler>,
     ) -> Self {
         let window_len = engine.policy().adaptive.anomaly.window;
-        let fleet = fleet_for(engine.store()).map(FleetControl::new);
+        let outage = engine.store_outage().clone();
+        let fleet = fleet_for(engine.store()).map(|f| FleetControl::new(f, outage));
         engine
             .metrics()
             .declare_flag_features(&scoring::TOP_FEATURE_LABELS);
@@ -83,6 +85,7 @@ impl ControlLoop {
             judge: FlagTracker::default(),
             fleet,
             pinned_load: None,
+            novel_subjects: NovelSubjects::default(),
         }
     }
 
@@ -109,6 +112,7 @@ impl ControlLoop {
             self.window = ActivityWindow::new(anomaly.window);
             self.window_len = anomaly.window;
         }
+        let dropped = self.drop_exempt_flags(now);
         let forget_before = now.saturating_sub(crate::clock::micros(anomaly.window));
         let pending = self.engine.recorder().drain(forget_before);
 
@@ -155,8 +159,10 @@ impl ControlLoop {
         };
         report.leader = self.fleet.as_ref().is_none_or(|f| f.is_leader());
         if let Some(verdict) = verdict {
+            self.novel_subjects.announce(&self.model, &verdict);
             self.publish(verdict, thresholds.anomaly_threshold, &mut report);
         }
+        self.publish_flag_starts(&dropped);
         metrics
             .control_cycle_duration
             .observe(started.elapsed().as_secs_f64());
@@ -167,9 +173,24 @@ impl ControlLoop {
     /// does) and sets the load factor.
     fn update_load_factor(&mut self, now: Micros, policy: &Policy, thresholds: &Thresholds) {
         let sample = self.sampler.sample(now);
+        let band = self.load.band();
         let measured = self
             .load
             .update(sample, policy.adaptive.load.smoothing, thresholds);
+        if self.load.band() != band && self.pinned_load.is_none() {
+            // Limits change with the band: say why, once per change.
+            let cpu = self.load.smoothed().unwrap_or(0.0);
+            tracing::info!(
+                load_factor = measured,
+                cpu,
+                "load factor {measured}: smoothed CPU share {cpu:.2} (limits scale by \
+                 {} above adaptive.load.high {}, by {} below adaptive.load.low {})",
+                thresholds.load_high_factor,
+                thresholds.load_high,
+                thresholds.load_low_factor,
+                thresholds.load_low
+            );
+        }
         let factor = self.pinned_load.unwrap_or(measured);
         let scale = self.engine.scale_factors();
         scale.set_load_factor(factor);
@@ -178,6 +199,29 @@ impl ControlLoop {
         if let Some(smoothed) = self.load.smoothed() {
             metrics.system_cpu_ratio.set(smoothed);
         }
+    }
+
+    /// Drops the flags the admin API cleared or allowlisted, before judging; which.
+    fn drop_exempt_flags(&mut self, now: Micros) -> Vec<KeyHash> {
+        let dropped = self.engine.scale_factors().exemptions().for_cycle(now);
+        for subject in &dropped {
+            self.judge.remove(*subject);
+        }
+        dropped
+    }
+
+    /// Publishes when each flag in force began. An allowlisted subject holds no flag either:
+    /// its first flag after the allowlisting starts when it is judged again.
+    fn publish_flag_starts(&mut self, dropped: &[KeyHash]) {
+        let exemptions = self.engine.scale_factors().exemptions();
+        for subject in dropped {
+            if matches!(exemptions.get(*subject), Some(Exemption::Until(_))) {
+                self.judge.remove(*subject);
+            }
+        }
+        let starts = self.judge.flags().iter().map(|(s, f)| (*s, f.since));
+        exemptions.publish_flag_starts(starts.collect());
+        exemptions.cycle_published(dropped);
     }
 
     /// Hands a cycle's standings and features to the request path, and counts them.
@@ -196,7 +240,7 @@ impl ControlLoop {
             metrics.abuse_score.observe(*score);
         }
         metrics.flagged_subjects.set(report.flagged as i64);
-        metrics.novel_subjects.set(verdict.novel as i64);
+        metrics.novel_subjects.set(verdict.novel.len() as i64);
         for flag in &verdict.begun {
             flag.announce(&metrics);
         }
@@ -248,8 +292,8 @@ pub struct CycleOutcome {
     pub standings: HashMap<KeyHash, SubjectStanding>,
     pub scores: Vec<f64>,
     pub observed: HashMap<KeyHash, SubjectFeatures>,
-    /// Scored subjects with a feature outside the model's training range.
-    pub novel: usize,
+    /// Scored subjects the model would extrapolate for (see [`crate::model::Model::is_novel`]).
+    pub novel: Vec<KeyHash>,
     /// The flags that began this cycle, with why.
     pub begun: Vec<BegunFlag>,
 }

@@ -1,6 +1,7 @@
 //! The abuse model in force, swapped whole on reload; a bad file is refused and the old model
 //! stays (a missing model limits without anomaly scaling until the file appears).
 
+use crate::features::SubjectFeatures;
 use crate::metrics::Metrics;
 use crate::model::{Model, ModelError};
 use arc_swap::ArcSwapOption;
@@ -59,6 +60,24 @@ impl ModelSlot {
                 Err(error)
             }
         }
+    }
+
+    /// The `n` features that push `observed`'s score up the most: (name, contribution to the
+    /// logit), largest first. Empty without a model, or for a kind whose score is not a sum.
+    pub fn top_features(&self, observed: &SubjectFeatures, n: usize) -> Vec<(&'static str, f64)> {
+        let Some(model) = self.get() else {
+            return Vec::new();
+        };
+        let mut ranked: Vec<(&'static str, f64)> = model
+            .explain(observed)
+            .features
+            .iter()
+            .filter_map(|c| Some((c.feature, c.contribution?)))
+            .filter(|(_, c)| *c > 0.0)
+            .collect();
+        ranked.sort_by(|a, b| b.1.total_cmp(&a.1));
+        ranked.truncate(n);
+        ranked
     }
 
     /// Reloads the file last named, if any.

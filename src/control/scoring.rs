@@ -103,8 +103,7 @@ pub(super) fn decide_with(
             .filter(|(_, o)| o.requests >= min_requests)
             .map(|(subject, observed)| {
                 let assessment = model.assess(observed);
-                let confirmed =
-                    observed.features.denied_ratio >= SECOND_SIGNAL_DENIED_RATIO;
+                let confirmed = observed.features.denied_ratio >= SECOND_SIGNAL_DENIED_RATIO;
                 let scored = Scored {
                     subject: *subject,
                     score: assessment.score,
@@ -119,7 +118,11 @@ pub(super) fn decide_with(
             Vec::new()
         }
     };
-    let novel = scored.iter().filter(|(_, novel)| *novel).count();
+    let novel: Vec<KeyHash> = scored
+        .iter()
+        .filter(|(_, novel)| *novel)
+        .map(|(s, _)| s.subject)
+        .collect();
     let scored: Vec<Scored> = scored.into_iter().map(|(s, _)| s).collect();
     let standings = judge.judge(now, &scored, threshold, anomaly.hold);
     let observed: hashbrown::HashMap<KeyHash, SubjectFeatures> = totals.into_iter().collect();
@@ -137,5 +140,55 @@ pub(super) fn decide_with(
         observed,
         novel,
         begun,
+    }
+}
+
+/// How many subjects newly novel in one cycle get a log line of their own.
+const NOVEL_LINES_PER_CYCLE: usize = 10;
+
+/// The subjects novel at the last cycle, so each is logged once when it becomes novel.
+#[derive(Debug, Default)]
+pub(super) struct NovelSubjects {
+    last: hashbrown::HashSet<KeyHash>,
+}
+
+impl NovelSubjects {
+    /// Logs the subjects that became novel this cycle, naming the features outside the
+    /// training range (the subject by its keyed hash).
+    pub(super) fn announce(&mut self, model: &ModelSlot, verdict: &CycleOutcome) {
+        let Some(model) = model.get() else {
+            self.last.clear();
+            return;
+        };
+        let new: Vec<&KeyHash> = verdict
+            .novel
+            .iter()
+            .filter(|s| !self.last.contains(*s))
+            .collect();
+        for subject in new.iter().take(NOVEL_LINES_PER_CYCLE) {
+            let Some(observed) = verdict.observed.get(*subject) else {
+                continue;
+            };
+            let outside: Vec<&str> = model
+                .explain(observed)
+                .features
+                .iter()
+                .filter(|c| c.outside_training_range)
+                .map(|c| c.feature)
+                .collect();
+            tracing::info!(
+                subject = %format_args!("{:016x}", subject.0),
+                model = %model.version(),
+                "subject novel: outside the model's training range in {}; its score alone flags nothing",
+                outside.join(", ")
+            );
+        }
+        if new.len() > NOVEL_LINES_PER_CYCLE {
+            tracing::info!(
+                "{} more subjects novel this cycle",
+                new.len() - NOVEL_LINES_PER_CYCLE
+            );
+        }
+        self.last = verdict.novel.iter().copied().collect();
     }
 }

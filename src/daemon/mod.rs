@@ -4,6 +4,7 @@
 mod args;
 pub mod http_server;
 pub mod shutdown;
+mod startup;
 
 pub use args::ServeArgs;
 
@@ -86,7 +87,9 @@ pub async fn run(
     let local = listeners.http.local_addr().map_err(ServeError::Serve)?;
     let grpc = listeners.grpc.local_addr().map_err(ServeError::Serve)?;
     tracing::info!(%grpc, "grpc rate limit service up");
-    tracing::info!(%local, %grpc, policy = %args.policy.display(), "ratewarden listening");
+    // The store's URL with its password masked: the line says where decisions are counted.
+    let store = engine.policy().store.url.redacted();
+    tracing::info!(%local, %grpc, policy = %args.policy.display(), %store, "ratewarden listening");
     let app = router(AppState {
         engine: engine.clone(),
         metrics,
@@ -141,7 +144,12 @@ fn start_background_tasks(
     let reloader = Reloader::new(args.policy.clone(), engine.clone(), model.clone())
         .with_envoy_config(args.envoy_config.clone());
     reloader.clone().spawn_watch();
-    let mut control = ControlLoop::new(engine.clone(), model, Box::new(SystemLoad::new()));
+    let sampler = SystemLoad::new();
+    let policy = engine.policy();
+    let load = startup::load_source(args, &policy, &sampler.source());
+    let admin_api = args.admin_token.as_deref().is_some_and(|t| !t.is_empty());
+    startup::log(&policy, &model, load, admin_api);
+    let mut control = ControlLoop::new(engine.clone(), model, Box::new(sampler));
     if let Some(factor) = args.pin_load_factor {
         control = control.with_pinned_load_factor(factor);
     }

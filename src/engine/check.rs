@@ -84,7 +84,10 @@ impl<S: Store> Engine<S> {
     fn conclude(&self, plan: Plan, result: Result<Applied, StoreError>) -> Decision {
         let trace = plan.trace.map(|t| (plan.user, t));
         let decision = match result {
-            Ok(applied) => Decision::from_applied(plan, &applied),
+            Ok(applied) => {
+                self.store_answered();
+                Decision::from_applied(plan, &applied)
+            }
             Err(error) => self.on_store_error(plan, &error),
         };
         self.record(trace, &decision);

@@ -151,9 +151,7 @@ fn usage_as_written(plan: &Plan, applied: &Applied) -> f64 {
         .checks
         .iter()
         .enumerate()
-        .filter(|(i, c)| {
-            c.outcome.limit > 0 && plan.resolved.limit(*i).is_some_and(|l| !l.shadow)
-        })
+        .filter(|(i, c)| c.outcome.limit > 0 && plan.resolved.limit(*i).is_some_and(|l| !l.shadow))
         .map(|(i, c)| {
             let o = c.outcome;
             let used = o.limit.saturating_sub(o.remaining) as f64 / o.limit as f64;

@@ -1,7 +1,8 @@
 //! Deciding while the store fails: the per-instance limiter under `on_error: local`, else allow
-//! or deny as `store.on_error` says, counted in `store_errors_total` by what was done.
+//! or deny as `store.on_error` says, counted in `store_errors_total` by what was done and in the
+//! outage in progress (logged when it begins and ends, not per call).
 
-use super::{Decision, Engine, Plan, Reason};
+use super::{Answered, Decision, Engine, Plan, Reason};
 use crate::store::OnError;
 use crate::store::{Applied, Request, Store, StoreError};
 
@@ -37,15 +38,26 @@ impl<S: Store> Engine<S> {
             (Some(fallback), OnError::Local) => fallback.apply_now(request).ok(),
             _ => None,
         };
-        let action = match (&local, on_error) {
-            (Some(_), _) => "local",
-            (None, OnError::Allow) => "allowed",
-            (None, _) => "denied",
+        let answered = match (&local, on_error) {
+            (Some(_), _) => Answered::Local,
+            (None, OnError::Allow) => Answered::Allowed,
+            (None, _) => Answered::Denied,
+        };
+        let action = match answered {
+            Answered::Local => "local",
+            Answered::Allowed => "allowed",
+            Answered::Denied => "denied",
         };
         self.metrics
             .store_errors
             .with_label_values(&[self.store.kind().label(), action])
             .inc();
+        // A full embedded store is not an outage: it answers, and says it is full.
+        if !matches!(error, StoreError::Full) {
+            let now = self.clock.now();
+            self.outage
+                .failed(now, "a decision", error, configured, Some(answered));
+        }
         local.ok_or(on_error)
     }
 }

@@ -4,6 +4,7 @@
 
 use super::planner::EndpointChoice;
 use super::{CheckError, CheckRequest, Engine, Plan};
+use crate::clock::Micros;
 use crate::features::SubjectFeatures;
 use crate::limit::Algorithm;
 use crate::limit::KeyHash;
@@ -44,6 +45,14 @@ pub struct SubjectInspection {
     pub scale: f64,
     /// The last control cycle's view of the subject; `None` without activity in the window.
     pub observed: Option<SubjectFeatures>,
+    /// The live anomaly threshold, and the requests in the window scoring takes.
+    pub threshold: f64,
+    pub min_requests: u64,
+    /// When the flag in force began, and the end of its hold (`None` when not flagged).
+    pub flag_start: Option<Micros>,
+    pub held_until: Option<Micros>,
+    /// Until when the admin API allowlisted the subject, if it is now.
+    pub allowlisted_until: Option<Micros>,
     /// The tier's limits, then the endpoint rule's.
     pub limits: Vec<LimitUsage>,
 }
@@ -123,6 +132,17 @@ impl<S: Store> Engine<S> {
             load_factor: plan.load_factor,
             scale: plan.reported_scale(),
             observed: self.scale.observed(plan.user),
+            threshold: self.scale.thresholds().anomaly_threshold,
+            min_requests: resolved.policy.adaptive.anomaly.min_requests.get(),
+            flag_start: plan
+                .flagged
+                .then(|| self.scale.exemptions().flag_start(plan.user))
+                .flatten(),
+            held_until: plan
+                .flagged
+                .then(|| self.scale.standing(plan.user).map(|s| s.held_until))
+                .flatten(),
+            allowlisted_until: self.allowlisted_until(plan.user),
             limits,
         })
     }

@@ -39,7 +39,10 @@ impl<S: Store> Engine<S> {
         let result = self.store.apply(&combined).await;
         self.observe_store(started);
         let (result, degraded) = match result {
-            Ok(applied) => (Ok(applied), false),
+            Ok(applied) => {
+                self.store_answered();
+                (Ok(applied), false)
+            }
             Err(error) => (
                 self.fall_back(&combined, &error, self.policy().store.on_error),
                 true,

@@ -13,11 +13,14 @@ mod check;
 mod decision;
 mod descriptors;
 mod envoy_domain;
+mod exemptions;
 mod fallback;
+mod flag_admin;
 mod hasher;
 mod inspect;
 mod joint;
 mod native;
+mod outage;
 mod plan;
 mod planner;
 mod request;
@@ -38,8 +41,11 @@ pub use check::BatchError;
 pub use decision::{Decision, Reason};
 pub use descriptors::{DescriptorOutcome, DescriptorsDecision, InvalidDescriptor};
 pub use envoy_domain::{DescriptorRequest, LimitOverride};
+pub use exemptions::{Exemption, Exemptions};
+pub use flag_admin::FlaggedSubject;
 pub use hasher::SubjectHasher;
 pub use inspect::{InspectError, LimitUsage, SubjectInspection, SubjectQuery, TierSource};
+pub use outage::{Answered, StoreOutage};
 pub use plan::{FeatureTrace, Plan};
 pub use request::{CheckError, CheckRequest, Cost, MAX_COST, path_of};
 pub use resolve::{DescriptorLimit, Resolved};
@@ -60,6 +66,8 @@ pub struct Engine<S = Backend> {
     /// Every decision and report is recorded here for the control loop's features.
     recorder: Arc<Recorder>,
     clock: Arc<dyn Clock>,
+    /// The store outage in progress, told once (request path and control loop alike).
+    outage: Arc<StoreOutage>,
 }
 
 /// Subjects whose features are tracked at once (about 200 bytes each); see [`Recorder`].
@@ -103,6 +111,7 @@ impl<S: Store> Engine<S> {
             metrics,
             recorder: Arc::new(Recorder::new(TRACKED_SUBJECTS)),
             clock: Arc::new(SystemClock::new()),
+            outage: Arc::new(StoreOutage::new()),
         }
     }
 
@@ -174,6 +183,16 @@ impl<S: Store> Engine<S> {
 
     pub fn metrics(&self) -> &Arc<Metrics> {
         &self.metrics
+    }
+
+    /// The store outage tracker, which the control loop reports its store calls to as well.
+    pub fn store_outage(&self) -> &Arc<StoreOutage> {
+        &self.outage
+    }
+
+    /// A store call answered: ends an outage in progress.
+    pub(super) fn store_answered(&self) {
+        self.outage.answered(|| self.clock.now());
     }
 
     /// Whether the store answers (readiness).

@@ -72,8 +72,9 @@ impl<S: Store> Engine<S> {
         let thresholds = self.scale.thresholds();
         // The file's values too: an admin change undone by a reload must not shorten a TTL.
         let file = Thresholds::from_policy(&resolved.policy);
-        let flagged =
-            standing.is_some_and(|s| s.flagged(thresholds.anomaly_threshold, self.clock.now()));
+        let now = self.clock.now();
+        let flagged = standing.is_some_and(|s| s.flagged(thresholds.anomaly_threshold, now))
+            && !subject.is_some_and(|s| self.scale.exemptions().is_exempt(s, now));
         Plan {
             resolved,
             user: key,

@@ -3,6 +3,7 @@
 //!
 //! Reads are lock-free (atomics and `ArcSwap`), since every decision makes them.
 
+use super::Exemptions;
 use crate::clock::Micros;
 use crate::features::SubjectFeatures;
 use crate::limit::KeyHash;
@@ -93,6 +94,8 @@ pub struct ScaleFactors {
     standings: ArcSwap<HashMap<KeyHash, SubjectStanding>>,
     /// Features of the subjects active in the anomaly window (the admin view shows them).
     observed: ArcSwap<HashMap<KeyHash, SubjectFeatures>>,
+    /// Flags the admin API cleared and subjects it allowlisted; when flags began.
+    exemptions: Exemptions,
 }
 
 impl ScaleFactors {
@@ -103,6 +106,7 @@ impl ScaleFactors {
             thresholds: ArcSwap::from_pointee(thresholds),
             standings: ArcSwap::default(),
             observed: ArcSwap::default(),
+            exemptions: Exemptions::default(),
         }
     }
 
@@ -134,6 +138,10 @@ impl ScaleFactors {
 
     pub fn set_thresholds(&self, thresholds: Thresholds) {
         self.thresholds.store(Arc::new(thresholds));
+    }
+
+    pub fn exemptions(&self) -> &Exemptions {
+        &self.exemptions
     }
 
     pub fn standing(&self, subject: KeyHash) -> Option<SubjectStanding> {

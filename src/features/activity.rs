@@ -103,11 +103,7 @@ impl SubjectActivity {
 /// reports, so none depends on the window's length or on how busy the subject is in
 /// absolute terms (a rate means nothing without the limits that allow it; `limit_usage`
 /// carries that, relative to the subject's own limits).
-pub fn features_of(
-    c: &Counters,
-    distinct_endpoints: u64,
-    distinct_ips: u64,
-) -> Features {
+pub fn features_of(c: &Counters, distinct_endpoints: u64, distinct_ips: u64) -> Features {
     if c.requests == 0 {
         return Features::default();
     }
@@ -132,7 +128,9 @@ pub fn features_of(
             n.min(c.reports) as f64 / c.reports as f64
         }
     };
-    let other_errors = c.client_errors.saturating_sub(c.auth_failures + c.not_found);
+    let other_errors = c
+        .client_errors
+        .saturating_sub(c.auth_failures + c.not_found);
     Features {
         limit_usage: (c.usage_sum / requests).clamp(0.0, 1.0),
         denied_ratio: c.denied as f64 / requests,

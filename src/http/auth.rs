@@ -14,6 +14,9 @@ use std::net::{IpAddr, SocketAddr};
 
 const ORIGINAL_URI: &str = "X-Original-URI";
 const FORWARDED_URI: &str = "X-Forwarded-Uri";
+/// Set to `on` by a proxy that drops the body of a denial (nginx): the problem then comes in
+/// the `X-Ratewarden-Problem` header as well.
+const PROBLEM_HEADER_WANTED: &str = "X-Ratewarden-Problem-Header";
 
 /// Decides the request a proxy is about to forward. Any method: some proxies send the auth
 /// subrequest with the client's method.
@@ -26,10 +29,12 @@ const FORWARDED_URI: &str = "X-Forwarded-Uri";
         ("X-User-Id" = Option<String>, Header, description = "The subject when identity.header is absent"),
         ("X-Forwarded-For" = Option<String>, Header, description = "Client address, first hop, when identity.trust_forwarded"),
         ("X-Tier" = Option<String>, Header, description = "The tier, when identity.trust_tier_header"),
+        ("X-Ratewarden-Problem-Header" = Option<String>, Header, description = "`on`: a denial's problem also comes as one line of JSON in the X-Ratewarden-Problem response header (nginx)"),
     ),
     responses(
         (status = 200, description = "Allowed (empty body, rate limit headers)"),
         (status = 429, description = "Denied", body = Problem, content_type = "application/problem+json"),
+        (status = 503, description = "The store failed and store.on_error denies", body = Problem, content_type = "application/problem+json"),
         (status = 400, description = "No URI header, or an invalid header", body = Problem, content_type = "application/problem+json"),
     )
 )]
@@ -81,6 +86,7 @@ pub async fn auth(State(state): State<AppState>, request: Request) -> Result<Res
             "the subject is over {MAX_USER_BYTES} bytes"
         )));
     }
+    let problem_header = header(headers, PROBLEM_HEADER_WANTED)? == Some("on");
     let tier = if identity.trust_tier_header {
         header(headers, "X-Tier")?
     } else {
@@ -103,7 +109,7 @@ pub async fn auth(State(state): State<AppState>, request: Request) -> Result<Res
             CheckError::UnknownTier(_) => Problem::bad_request(format!("header X-Tier: {e}")),
             _ => undecidable(&e, ""),
         })?;
-    Ok(decision::auth_response(&decision))
+    Ok(decision::auth_response(&decision, problem_header))
 }
 
 /// A header's value when present and not empty; a 400 naming it when it is not text.

@@ -112,6 +112,9 @@ fn explain(d: &Decision) -> String {
     }
 }
 
+/// The response header that carries a denial's problem for proxies that drop the body.
+pub const PROBLEM_HEADER: HeaderName = HeaderName::from_static("x-ratewarden-problem");
+
 /// The `/v1/check` response: the decision JSON, with the problem members on a denial.
 pub fn check_response(d: &Decision) -> Response {
     let body = DecisionBody::from(d);
@@ -133,12 +136,19 @@ pub fn check_response(d: &Decision) -> Response {
     response
 }
 
-/// The `/v1/auth` response: 200 with no body, or the denial problem.
-pub fn auth_response(d: &Decision) -> Response {
+/// The `/v1/auth` response: 200 with no body, or the denial problem; with the problem in the
+/// `X-Ratewarden-Problem` header too when `problem_header` (the proxy asked for it).
+pub fn auth_response(d: &Decision, problem_header: bool) -> Response {
     let mut response = if d.allowed {
         StatusCode::OK.into_response()
     } else {
-        denial_problem(d).into_response()
+        let problem = denial_problem(d);
+        let copy = problem_header.then(|| problem.header_value()).flatten();
+        let mut response = problem.into_response();
+        if let Some(value) = copy {
+            response.headers_mut().insert(PROBLEM_HEADER, value);
+        }
+        response
     };
     add_headers(d, response.headers_mut());
     response

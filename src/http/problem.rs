@@ -50,6 +50,23 @@ impl Problem {
         self
     }
 
+    /// The problem as one line of JSON in visible ASCII (non-ASCII escaped as `\uXXXX`), for a
+    /// header: nginx's `auth_request` drops a subrequest's body but keeps its headers.
+    pub fn header_value(&self) -> Option<HeaderValue> {
+        let json = serde_json::to_string(self).ok()?;
+        let mut ascii = String::with_capacity(json.len());
+        for c in json.chars() {
+            if c.is_ascii() {
+                ascii.push(c);
+            } else {
+                for unit in c.encode_utf16(&mut [0; 2]) {
+                    ascii.push_str(&format!("\\u{unit:04x}"));
+                }
+            }
+        }
+        HeaderValue::from_str(&ascii).ok()
+    }
+
     pub fn status_code(&self) -> StatusCode {
         StatusCode::from_u16(self.status).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR)
     }

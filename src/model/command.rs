@@ -95,7 +95,12 @@ fn feature_index(name: &str) -> Result<usize, String> {
     FEATURE_NAMES
         .iter()
         .position(|f| *f == name)
-        .ok_or_else(|| format!("unknown feature (expected one of {})", FEATURE_NAMES.join(", ")))
+        .ok_or_else(|| {
+            format!(
+                "unknown feature (expected one of {})",
+                FEATURE_NAMES.join(", ")
+            )
+        })
 }
 
 fn bar(len: u64, template: &str) -> ProgressBar {

@@ -34,7 +34,8 @@ pub struct Explanation {
     pub base: f64,
     /// The model's weight after this many requests (the evidence rule).
     pub evidence_weight: f64,
-    /// Some feature lies outside the training range.
+    /// Some feature lies outside the training range on the side that raises the score (see
+    /// [`Model::is_novel`]).
     pub novel: bool,
     pub features: Vec<Contribution>,
 }
@@ -79,7 +80,11 @@ impl Model {
     pub fn explain(&self, observed: &SubjectFeatures) -> Explanation {
         let x = self.scaler.apply(&observed.features);
         let raw = observed.features.to_array();
-        let outside: Vec<usize> = self.scaler.outside(&observed.features).collect();
+        let outside: Vec<usize> = self
+            .scaler
+            .outside(&observed.features)
+            .map(|(j, _)| j)
+            .collect();
         let evidence = &self.evidence;
         let w = evidence.weight(observed.requests);
         let z = self.raw_logit(&x);
@@ -104,7 +109,7 @@ impl Model {
             logit,
             base,
             evidence_weight: w,
-            novel: !outside.is_empty(),
+            novel: self.is_novel(&observed.features),
             features: (0..FEATURE_COUNT)
                 .map(|j| Contribution {
                     feature: FEATURE_NAMES[j],

@@ -309,7 +309,10 @@ fn preprocessing(raw: RawPreprocessing) -> Result<Scaler, Problem> {
 
 fn evidence(raw: RawEvidence) -> Result<Evidence, Problem> {
     let evidence = Evidence {
-        half_weight_requests: finite(|| "evidence.half_weight_requests".into(), raw.half_weight_requests)?,
+        half_weight_requests: finite(
+            || "evidence.half_weight_requests".into(),
+            raw.half_weight_requests,
+        )?,
         max_logit: finite(|| "evidence.max_logit".into(), raw.max_logit)?,
         prior_logit: finite(|| "evidence.prior_logit".into(), raw.prior_logit)?,
     };

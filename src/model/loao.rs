@@ -97,7 +97,13 @@ pub fn leave_one_archetype_out(
                 .collect()
         };
         let subjects = samples.subjects.len();
-        let fitted = fit_parts(samples.labelled, &in_part(0), &in_part(1), options, subjects)?;
+        let fitted = fit_parts(
+            samples.labelled,
+            &in_part(0),
+            &in_part(1),
+            options,
+            subjects,
+        )?;
         let scores = fitted.model.score_many(&observed(&left_out));
         results.extend(graded(samples, &left_out, &scores));
     }

@@ -35,7 +35,7 @@ pub use evidence::Evidence;
 pub use explain::{Contribution, Explanation};
 pub use file::{FORMAT, FORMAT_VERSION, ModelError, Problem};
 
-use crate::features::{FEATURE_COUNT, SubjectFeatures};
+use crate::features::{FEATURE_COUNT, Features, SubjectFeatures};
 use logistic::Logistic;
 use mixture::Mixture;
 use scaler::Scaler;
@@ -224,8 +224,24 @@ impl Model {
             } else {
                 score.clamp(0.0, 1.0)
             },
-            novel: self.scaler.outside(&observed.features).next().is_some(),
+            novel: self.is_novel(&observed.features),
         }
+    }
+
+    /// Whether the model would extrapolate towards abuse: some feature lies outside its
+    /// training range on the side that raises a linear model's score (either side for a model
+    /// with pair weights or a mixture, whose direction is not one sign). A heavy client seen
+    /// from fewer addresses than anyone in training is not novel: that only lowers its score.
+    pub fn is_novel(&self, features: &Features) -> bool {
+        self.scaler
+            .outside(features)
+            .any(|(j, above)| match &self.scorer {
+                Scorer::Logistic(l) if l.interactions.is_empty() => {
+                    let w = l.weights[j];
+                    (above && w > 0.0) || (!above && w < 0.0)
+                }
+                _ => true,
+            })
     }
 
     /// The abuse score of one subject, in [0, 1].

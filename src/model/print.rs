@@ -90,7 +90,9 @@ fn print_bins(e: &Evaluation) {
 }
 
 fn print_thresholds(e: &Evaluation) {
-    println!("  threshold  precision  recall  false positive rate  subjects flagged (abusive, normal)");
+    println!(
+        "  threshold  precision  recall  false positive rate  subjects flagged (abusive, normal)"
+    );
     for row in &e.thresholds {
         println!(
             "  {:>9.2}  {:>9.4}  {:>6.4}  {:>19.5}  {:>8} {:>7}",

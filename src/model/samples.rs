@@ -231,7 +231,13 @@ impl<'a> Sampler<'a> {
     }
 
     /// Counts a decided request and records it (and, when allowed, its upstream status).
-    fn record(&mut self, subject: KeyHash, now: Micros, record: &TrafficRecord, decision: &Decision) {
+    fn record(
+        &mut self,
+        subject: KeyHash,
+        now: Micros,
+        record: &TrafficRecord,
+        decision: &Decision,
+    ) {
         let allowed = decision.allowed;
         self.out.requests += 1;
         self.out.denied += u64::from(!allowed);

@@ -78,7 +78,10 @@ impl Scaler {
             let sd = (s / n).sqrt();
             if sd.is_finite() && sd > 1e-9 { sd } else { 1.0 }
         });
-        let (mut low, mut high) = ([f64::INFINITY; FEATURE_COUNT], [f64::NEG_INFINITY; FEATURE_COUNT]);
+        let (mut low, mut high) = (
+            [f64::INFINITY; FEATURE_COUNT],
+            [f64::NEG_INFINITY; FEATURE_COUNT],
+        );
         for row in rows {
             for (j, v) in transformed(&transforms, row).into_iter().enumerate() {
                 low[j] = low[j].min(v);
@@ -116,11 +119,18 @@ impl Scaler {
         x
     }
 
-    /// The columns whose value lies outside the range the training data covered.
-    pub fn outside(&self, features: &Features) -> impl Iterator<Item = usize> + '_ {
+    /// The columns whose value lies outside the range the training data covered, each with
+    /// `true` when above it (`false`: below).
+    pub fn outside(&self, features: &Features) -> impl Iterator<Item = (usize, bool)> + '_ {
         let x = transformed(&self.transforms, features);
-        (0..FEATURE_COUNT).filter(move |&j| {
-            x[j] < self.low[j] - RANGE_TOLERANCE || x[j] > self.high[j] + RANGE_TOLERANCE
+        (0..FEATURE_COUNT).filter_map(move |j| {
+            if x[j] > self.high[j] + RANGE_TOLERANCE {
+                Some((j, true))
+            } else if x[j] < self.low[j] - RANGE_TOLERANCE {
+                Some((j, false))
+            } else {
+                None
+            }
         })
     }
 }

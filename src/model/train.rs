@@ -7,11 +7,11 @@
 
 pub use super::archetypes::{ArchetypeResult, by_archetype};
 use super::evaluate::{Evaluation, evaluate};
+use super::evidence::Evidence;
 use super::loao::leave_one_archetype_out;
 use super::logistic::Logistic;
 use super::mixture::{MAX_COMPONENTS, Mixture};
 use super::samples::{Sample, Samples};
-use super::evidence::Evidence;
 use super::scaler::{DEFAULT_TRANSFORMS, Scaler};
 use super::{Model, ModelKind, Scorer, Training};
 use crate::features::{FEATURE_COUNT, Features, SubjectFeatures};
@@ -116,7 +116,13 @@ pub fn train(samples: &Samples, options: &TrainOptions) -> Result<TrainReport, T
     };
     let (fit, calibrate, held_out) = (in_part(0), in_part(1), in_part(2));
     let split = [0u8, 1, 2].map(|p| part.iter().filter(|&&x| x == p).count());
-    let fitted = fit_parts(samples.labelled, &fit, &calibrate, options, split[0] + split[1])?;
+    let fitted = fit_parts(
+        samples.labelled,
+        &fit,
+        &calibrate,
+        options,
+        split[0] + split[1],
+    )?;
     let mut model = fitted.model;
     let mut held_out_eval = measure(&model, &held_out, options.threshold);
     if options.leave_one_archetype_out {

@@ -9,7 +9,7 @@ mod limits;
 
 use super::raw::{RawIdentity, RawPolicy, RawStore};
 use super::{EndpointRule, Identity, KeyScope, PathPattern, Policy, PolicyErrors, Tier};
-use crate::store::{OnError, StoreSettings, StoreUrl};
+use crate::store::{OnError, StoreSettings, StoreUrl, TlsCa};
 use crate::yaml::fields::{Errors, join};
 use crate::yaml::parse;
 use limits::{compile_endpoint, compile_tier, limits};
@@ -45,7 +45,7 @@ pub(super) fn compile(text: &str, base_dir: &Path) -> Result<Policy, PolicyError
     };
     let mut e = Errors::default();
     e.unknown_keys("", &raw.unknown, TOP_KEYS);
-    let store = store(&mut e, raw.store.take().unwrap_or_default());
+    let store = store(&mut e, base_dir, raw.store.take().unwrap_or_default());
     let identity = identity(&mut e, raw.identity.take().unwrap_or_default());
     let tiers = tiers(&mut e, &raw);
     let default_tier = default_tier(&mut e, &raw, &tiers);
@@ -148,11 +148,18 @@ fn default_endpoint(e: &mut Errors, raw: &RawPolicy) -> EndpointRule {
     }
 }
 
-fn store(e: &mut Errors, raw: RawStore) -> StoreSettings {
+fn store(e: &mut Errors, base_dir: &Path, raw: RawStore) -> StoreSettings {
     e.unknown_keys(
         "store",
         &raw.unknown,
-        &["url", "on_error", "timeout", "key_prefix", "max_keys"],
+        &[
+            "url",
+            "on_error",
+            "timeout",
+            "key_prefix",
+            "max_keys",
+            "tls_ca",
+        ],
     );
     let url = match raw.url.as_ref().filter(|v| !v.is_null()) {
         None => StoreUrl::Memory,
@@ -201,13 +208,35 @@ fn store(e: &mut Errors, raw: RawStore) -> StoreSettings {
         .filter(|v| !v.is_null())
         .and_then(|v| e.count("store.max_keys", v, 1, u64::MAX))
         .unwrap_or(DEFAULT_MAX_KEYS);
+    let tls_ca = tls_ca(e, base_dir, &raw, &url);
     StoreSettings {
         url,
+        tls_ca,
         on_error,
         timeout,
         key_prefix,
         max_keys: NonZeroU64::new(max_keys).unwrap_or(NonZeroU64::MIN),
     }
+}
+
+/// `store.tls_ca`, read and checked now (relative to the policy file's folder), so that
+/// `check-policy` refuses a CA the daemon could not use.
+fn tls_ca(e: &mut Errors, base_dir: &Path, raw: &RawStore, url: &StoreUrl) -> Option<TlsCa> {
+    let file = raw
+        .tls_ca
+        .as_ref()
+        .filter(|v| !v.is_null())
+        .and_then(|v| e.string("store.tls_ca", v))?;
+    if !url.is_tls() {
+        e.push(
+            "store.tls_ca",
+            "applies only to TLS store URLs (rediss://, rediss+cluster:// or rediss+sentinel://)",
+        );
+        return None;
+    }
+    TlsCa::load(&base_dir.join(&file))
+        .map_err(|error| e.push("store.tls_ca", format!("\"{file}\" {error}")))
+        .ok()
 }
 
 /// The URL as the store parses it; its error is reported at `store.url`.

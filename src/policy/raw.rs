@@ -28,6 +28,7 @@ pub struct RawStore {
     pub timeout: Leaf,
     pub key_prefix: Leaf,
     pub max_keys: Leaf,
+    pub tls_ca: Leaf,
     #[serde(flatten)]
     pub unknown: Unknown,
 }

@@ -66,6 +66,10 @@ pub enum ReplayError {
         skipped: u64,
         examples: String,
     },
+    #[error(
+        "adaptive.anomaly.model: {0} (fix the file, or remove the key to replay without anomaly scaling)"
+    )]
+    Model(String),
     #[error("starting the runtime: {0}")]
     Runtime(std::io::Error),
     #[error("writing {path}: {error}")]
@@ -103,7 +107,7 @@ pub fn run(args: &ReplayArgs) -> Result<Report, ReplayError> {
         return Err(no_lines(args, &traffic));
     }
     let model_path = policy.adaptive.anomaly.model.clone();
-    let (model, model_problem) = describe_model(model_path.as_deref());
+    let model = describe_model(model_path.as_deref())?;
     let thresholds = thresholds(policy.adaptive.anomaly.threshold, args.sweep.as_ref());
     let secret = args.hash_key.as_deref().unwrap_or(DEFAULT_SECRET);
     let setup = |threshold| PassSetup {
@@ -118,7 +122,6 @@ pub fn run(args: &ReplayArgs) -> Result<Report, ReplayError> {
     let report = Report {
         policy: args.policy.clone(),
         model,
-        model_problem,
         subject: SubjectChoice::describe(args.subject.as_ref()),
         inputs: traffic.files.clone(),
         lines_skipped: traffic.skipped,
@@ -139,22 +142,19 @@ pub fn run(args: &ReplayArgs) -> Result<Report, ReplayError> {
     Ok(report)
 }
 
-/// The policy's model as the report names it, or why it cannot be used (the replay goes on
-/// without anomaly scaling, as the daemon would).
-fn describe_model(path: Option<&Path>) -> (Option<ModelInfo>, Option<String>) {
+/// The policy's model as the report names it. One that cannot be read is an error: a replay
+/// answers "what would this policy and model have done", which no other model answers.
+fn describe_model(path: Option<&Path>) -> Result<Option<ModelInfo>, ReplayError> {
     let Some(path) = path else {
-        return (None, None);
+        return Ok(None);
     };
     match Model::load(path) {
-        Ok(m) => (
-            Some(ModelInfo {
-                path: path.to_path_buf(),
-                kind: m.kind().label(),
-                version: m.version().to_owned(),
-            }),
-            None,
-        ),
-        Err(e) => (None, Some(format!("{}: {e}", path.display()))),
+        Ok(m) => Ok(Some(ModelInfo {
+            path: path.to_path_buf(),
+            kind: m.kind().label(),
+            version: m.version().to_owned(),
+        })),
+        Err(error) => Err(ReplayError::Model(error.to_string())),
     }
 }
 

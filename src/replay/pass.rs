@@ -7,7 +7,7 @@
 //! a log says nothing of the CPU the daemon would have had; only the policy's
 //! `adaptive.load.factor_override` makes `load` denials.
 
-use super::summary::{Summary, Tally};
+use super::summary::{Scoring, Summary, Tally};
 use super::traffic::{Record, Traffic};
 use crate::clock::{ManualClock, Micros, micros};
 use crate::control::{ControlLoop, LoadSampler, ModelSlot};
@@ -56,7 +56,13 @@ pub async fn replay_pass(
     mut each: impl FnMut(&Record, &Result<Decision, CheckError>),
     progress: impl Fn(u64),
 ) -> Summary {
-    let mut tally = Tally::new(traffic, setup.threshold);
+    let anomaly = &setup.policy.adaptive.anomaly;
+    let scoring = Scoring {
+        model: setup.model.is_some(),
+        min_requests: anomaly.min_requests.get(),
+        window: as_written(anomaly.window),
+    };
+    let mut tally = Tally::new(traffic, setup.threshold, scoring);
     let Some(first) = traffic.first() else {
         return tally.finish(traffic, labels);
     };
@@ -74,6 +80,17 @@ pub async fn replay_pass(
     daemon.cycle(daemon.next_cycle, &mut tally).await;
     progress(traffic.records.len() as u64);
     tally.finish(traffic, labels)
+}
+
+/// A duration as a policy writes it: `10m`, `1h`, `90s`, `250ms`.
+fn as_written(d: Duration) -> String {
+    let ms = d.as_millis();
+    match ms {
+        _ if ms % 3_600_000 == 0 && ms > 0 => format!("{}h", ms / 3_600_000),
+        _ if ms % 60_000 == 0 && ms > 0 => format!("{}m", ms / 60_000),
+        _ if ms % 1000 == 0 => format!("{}s", ms / 1000),
+        _ => format!("{ms}ms"),
+    }
 }
 
 /// The daemon's parts on the manual clock, and when its next control cycle and store sweep
@@ -153,8 +170,16 @@ impl<'t> Daemon<'t> {
     async fn cycle(&mut self, at: Micros, tally: &mut Tally) {
         self.clock.set(at);
         let report = self.control.cycle().await;
+        let standings = self.engine.scale_factors().standings();
+        if report.scored > 0 {
+            let by_hash = &self.by_hash;
+            tally.scored(
+                standings
+                    .iter()
+                    .filter_map(|(h, s)| Some((*by_hash.get(h)?, s.abuse_score))),
+            );
+        }
         if report.flagged > 0 || tally.any_flagged_now() {
-            let standings = self.engine.scale_factors().standings();
             let threshold = self.engine.scale_factors().thresholds().anomaly_threshold;
             tally.flagged(
                 at,

@@ -167,31 +167,65 @@ fn sweep_curve(area: &Area, rows: &[SweepRow]) -> Drawn {
     let blue = RGBColor(31, 119, 180);
     chart.draw_series(LineSeries::new(points.clone(), blue.stroke_width(2)))?;
     chart.draw_series(points.iter().map(|p| Circle::new(*p, 4, blue.filled())))?;
-    // Consecutive thresholds with the same outcome share one label ("0.2–0.9").
-    let mut labels: Vec<(String, (f64, f64))> = Vec::new();
-    let mut group_start = 0;
-    for i in 0..rows.len() {
-        let same_as_next = points
-            .get(i + 1)
-            .is_some_and(|n| (n.0 - points[i].0).abs() < 1e-3 && (n.1 - points[i].1).abs() < 1e-3);
-        if !same_as_next {
-            let (first, last) = (rows[group_start].threshold, rows[i].threshold);
-            let text = if group_start == i {
+    let room = (x_max * 1.2).max(0.1) * 0.14;
+    let line = (y_max * 1.1).clamp(1.0, 100.0) * 0.05;
+    chart.draw_series(
+        sweep_labels(rows, &points, (room, line))
+            .into_iter()
+            .map(|(text, p)| Text::new(text, p, (FONT, 15))),
+    )?;
+    Ok(())
+}
+
+/// One label per distinct point, naming every threshold that landed there ("0.2–0.4, 0.7":
+/// thresholds that coincide need not be neighbours), placed beside its point and moved down a
+/// line at a time while it would overlap a label already placed (`room`: a label's width,
+/// `line`: its height, in the chart's units).
+fn sweep_labels(
+    rows: &[SweepRow],
+    points: &[(f64, f64)],
+    (room, line): (f64, f64),
+) -> Vec<(String, (f64, f64))> {
+    let same = |a: (f64, f64), b: (f64, f64)| (a.0 - b.0).abs() < 1e-3 && (a.1 - b.1).abs() < 1e-3;
+    let mut groups: Vec<((f64, f64), Vec<usize>)> = Vec::new();
+    for (i, p) in points.iter().enumerate() {
+        match groups.iter_mut().find(|(at, _)| same(*at, *p)) {
+            Some((_, members)) => members.push(i),
+            None => groups.push((*p, vec![i])),
+        }
+    }
+    let mut placed: Vec<(String, (f64, f64))> = Vec::new();
+    for (at, members) in groups {
+        let text = threshold_runs(rows, &members);
+        let mut spot = (at.0 + room * 0.05, at.1 + line * 0.4);
+        while placed
+            .iter()
+            .any(|(_, q)| (q.0 - spot.0).abs() < room && (q.1 - spot.1).abs() < line)
+        {
+            spot.1 -= line;
+        }
+        placed.push((text, spot));
+    }
+    placed
+}
+
+/// The thresholds of `members` (row indices, ascending), runs of neighbours written "a–b".
+fn threshold_runs(rows: &[SweepRow], members: &[usize]) -> String {
+    let mut parts = Vec::new();
+    let mut start = 0;
+    for k in 0..members.len() {
+        let run_ends = members.get(k + 1) != Some(&(members[k] + 1));
+        if run_ends {
+            let (first, last) = (rows[members[start]].threshold, rows[members[k]].threshold);
+            parts.push(if start == k {
                 format!("{first}")
             } else {
                 format!("{first}–{last}")
-            };
-            labels.push((text, points[i]));
-            group_start = i + 1;
+            });
+            start = k + 1;
         }
     }
-    let offset = (x_max * 0.01, y_max * 0.02);
-    chart.draw_series(
-        labels
-            .into_iter()
-            .map(|(text, p)| Text::new(text, (p.0 + offset.0, p.1 + offset.1), (FONT, 15))),
-    )?;
-    Ok(())
+    parts.join(", ")
 }
 
 fn sweep_unlabelled(area: &Area, rows: &[SweepRow]) -> Drawn {
@@ -227,4 +261,46 @@ fn sweep_unlabelled(area: &Area, rows: &[SweepRow]) -> Drawn {
 fn note(area: &Area, text: &str) -> Drawn {
     area.draw_text(text, &(FONT, 20).into_font().color(&BLACK), (40, 40))?;
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{SweepRow, sweep_labels};
+
+    fn row(threshold: f64) -> SweepRow {
+        SweepRow {
+            threshold,
+            subjects_flagged: 0,
+            anomaly_denied: 0,
+            abuse_denied_share: None,
+            normal_denied_share: None,
+            abuse_denied_anomaly_share: None,
+            normal_denied_anomaly_share: None,
+            normal_subjects_flagged: None,
+            abuse_subjects_flagged: None,
+        }
+    }
+
+    #[test]
+    fn coinciding_points_share_one_label_and_near_labels_do_not_overlap() {
+        let rows: Vec<SweepRow> = [0.1, 0.2, 0.3, 0.4, 0.5, 0.6].map(row).into();
+        // 0.1, 0.2 and 0.5 coincide; 0.3 and 0.4 sit a hair apart; 0.6 is far.
+        let points = [
+            (1.0, 50.0),
+            (1.0, 50.0),
+            (1.2, 50.5),
+            (1.25, 50.6),
+            (1.0, 50.0),
+            (10.0, 90.0),
+        ];
+        let labels = sweep_labels(&rows, &points, (2.0, 5.0));
+        let texts: Vec<&str> = labels.iter().map(|(t, _)| t.as_str()).collect();
+        assert_eq!(texts, ["0.1–0.2, 0.5", "0.3", "0.4", "0.6"]);
+        for (i, (a, p)) in labels.iter().enumerate() {
+            for (b, q) in &labels[i + 1..] {
+                let apart = (p.0 - q.0).abs() >= 2.0 || (p.1 - q.1).abs() >= 5.0;
+                assert!(apart, "{a:?} at {p:?} overlaps {b:?} at {q:?}");
+            }
+        }
+    }
 }

@@ -19,8 +19,6 @@ pub struct Report {
     pub policy: PathBuf,
     /// The model in force; `None` without one (no anomaly scaling).
     pub model: Option<ModelInfo>,
-    /// Why the policy's model could not be used, if it names one.
-    pub model_problem: Option<String>,
     /// `--subject`.
     pub subject: String,
     pub inputs: Vec<FileStats>,

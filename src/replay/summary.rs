@@ -6,7 +6,7 @@
 
 mod tally;
 
-pub use tally::Tally;
+pub use tally::{Scoring, Tally};
 
 use super::input::time::format_rfc3339;
 use crate::clock::Micros;
@@ -71,12 +71,23 @@ pub struct FlaggedRow {
     pub first_flagged: String,
     /// Seconds from the first request of the replay.
     pub first_flagged_after_s: f64,
-    /// Times it went from not flagged to flagged.
+    /// Runs of consecutive flagged control cycles (a subject flagged once and held is 1).
     pub episodes: u64,
     pub max_score: f64,
     pub requests: u64,
     pub denied: u64,
     pub label: Option<Label>,
+}
+
+/// A subject that was never flagged, and why.
+#[derive(Debug, Clone, Serialize)]
+pub struct UnflaggedRow {
+    pub subject: String,
+    pub requests: u64,
+    /// Its highest score; `None` when it was never scored.
+    pub max_score: Option<f64>,
+    pub label: Option<Label>,
+    pub why: String,
 }
 
 #[derive(Debug, Clone, Serialize)]
@@ -185,6 +196,12 @@ pub struct Summary {
     pub subjects: u64,
     pub subjects_flagged: u64,
     pub flagged: Vec<FlaggedRow>,
+    /// Subjects labelled abuse that were never flagged, with why.
+    pub abuse_unflagged: Vec<UnflaggedRow>,
+    /// Subjects with requests that were never scored (below `min_requests`, or no model).
+    pub never_scored: u64,
+    /// The [`TOP`] of those with the most requests, with why.
+    pub never_scored_top: Vec<UnflaggedRow>,
     pub top_denied: Vec<SubjectRow>,
     pub labels: Option<LabelStats>,
     pub timeline: Timeline,

@@ -2,7 +2,7 @@
 //! tier, flagged subjects, the subjects denied most, and the sweep.
 
 use super::report::Report;
-use super::summary::{LabelStats, RuleRow, SubjectRow, Summary, TierRow, share};
+use super::summary::{LabelStats, RuleRow, SubjectRow, Summary, TierRow, UnflaggedRow, share};
 use super::sweep::SweepRow;
 use crate::simulate::Label;
 use std::fmt::Write;
@@ -101,8 +101,8 @@ fn load_factor(report: &Report) -> String {
 
 /// The model in force, or why there is none.
 fn write_model(out: &mut String, report: &Report) -> std::fmt::Result {
-    match (&report.model, &report.model_problem) {
-        (Some(m), _) => writeln!(
+    match &report.model {
+        Some(m) => writeln!(
             out,
             "  model   {} ({} {}), threshold {}; load factor {}",
             m.path.display(),
@@ -111,12 +111,7 @@ fn write_model(out: &mut String, report: &Report) -> std::fmt::Result {
             report.summary.threshold,
             load_factor(report)
         ),
-        (None, Some(problem)) => writeln!(
-            out,
-            "  model   none: {problem}; no anomaly scaling; load factor {}",
-            load_factor(report)
-        ),
-        (None, None) => writeln!(
+        None => writeln!(
             out,
             "  model   none in the policy; no anomaly scaling; load factor {}",
             load_factor(report)
@@ -160,6 +155,7 @@ fn write_summary(out: &mut String, s: &Summary) -> std::fmt::Result {
     write_tiers(out, &s.by_tier)?;
     writeln!(out)?;
     write_flagged(out, s)?;
+    write_unflagged(out, s)?;
     if !s.top_denied.is_empty() {
         writeln!(out)?;
         write_top_denied(out, &s.top_denied)?;
@@ -270,10 +266,12 @@ fn write_flagged(out: &mut String, s: &Summary) -> std::fmt::Result {
     for f in s.flagged.iter().take(FLAGGED_SHOWN) {
         writeln!(
             out,
-            "  {:<24} at {} (+{:.0} s), max score {:.3}, {} requests, {} denied, label {}",
+            "  {:<24} at {} (+{:.0} s), {} episode{}, max score {:.3}, {} requests, {} denied, label {}",
             f.subject,
             f.first_flagged,
             f.first_flagged_after_s,
+            f.episodes,
+            if f.episodes == 1 { "" } else { "s" },
             f.max_score,
             f.requests,
             f.denied,
@@ -288,6 +286,41 @@ fn write_flagged(out: &mut String, s: &Summary) -> std::fmt::Result {
         )?;
     }
     Ok(())
+}
+
+/// The subjects labelled abuse that were never flagged, and the most active of those never
+/// scored, each with why.
+fn write_unflagged(out: &mut String, s: &Summary) -> std::fmt::Result {
+    if !s.abuse_unflagged.is_empty() {
+        writeln!(
+            out,
+            "abuse subjects never flagged: {}",
+            s.abuse_unflagged.len()
+        )?;
+        for row in s.abuse_unflagged.iter().take(FLAGGED_SHOWN) {
+            write_unflagged_row(out, row)?;
+        }
+        if s.abuse_unflagged.len() > FLAGGED_SHOWN {
+            let more = s.abuse_unflagged.len() - FLAGGED_SHOWN;
+            writeln!(out, "  ... {more} more in --report")?;
+        }
+    }
+    writeln!(out, "subjects never scored: {}", s.never_scored)?;
+    for row in &s.never_scored_top {
+        write_unflagged_row(out, row)?;
+    }
+    Ok(())
+}
+
+fn write_unflagged_row(out: &mut String, row: &UnflaggedRow) -> std::fmt::Result {
+    writeln!(
+        out,
+        "  {:<24} {} requests, label {}: {}",
+        row.subject,
+        row.requests,
+        label(row.label),
+        row.why
+    )
 }
 
 fn write_top_denied(out: &mut String, rows: &[SubjectRow]) -> std::fmt::Result {

@@ -8,6 +8,7 @@
 mod memory;
 mod redis;
 mod settings;
+mod tls;
 mod url;
 
 use crate::algorithm::Outcome;
@@ -21,6 +22,7 @@ pub use redis::{
     TIER_TTL_REFRESH,
 };
 pub use settings::{OnError, StoreSettings};
+pub use tls::{TlsCa, TlsCaError};
 pub use url::{StoreUrl, StoreUrlError};
 
 /// One limit to check within a request.
@@ -236,31 +238,22 @@ pub async fn open(
     settings: &StoreSettings,
     clock: std::sync::Arc<dyn crate::clock::Clock>,
 ) -> Result<Backend, OpenError> {
-    let (prefix, timeout) = (&settings.key_prefix, settings.timeout);
     match &settings.url {
         StoreUrl::Memory => Ok(Backend::Memory(MemoryStore::new(
             clock,
             settings.max_keys.get(),
         ))),
-        StoreUrl::Redis(url) => RedisStore::connect(url, prefix, timeout)
-            .map(Backend::Redis)
-            .map_err(|source| OpenError::Redis {
-                url: url::redacted(url),
-                source,
-            }),
-        StoreUrl::RedisCluster(nodes) => RedisStore::connect_cluster(nodes, prefix, timeout)
-            .await
-            .map(Backend::Redis)
-            .map_err(|source| OpenError::Redis {
-                url: url::redacted(&nodes.join(",")),
-                source,
-            }),
-        StoreUrl::RedisSentinel(url) => RedisStore::connect_sentinel(url, prefix, timeout)
-            .await
-            .map(Backend::Redis)
-            .map_err(|source| OpenError::Redis {
-                url: url.to_string(),
-                source,
-            }),
+        url => RedisStore::open(
+            url,
+            settings.tls_ca.as_ref(),
+            &settings.key_prefix,
+            settings.timeout,
+        )
+        .await
+        .map(Backend::Redis)
+        .map_err(|source| OpenError::Redis {
+            url: url.redacted(),
+            source,
+        }),
     }
 }

@@ -4,7 +4,7 @@
 //! The store owns these settings (the policy file's `store:` section compiles into them) so
 //! that opening a store needs nothing from the policy.
 
-use super::StoreUrl;
+use super::{StoreUrl, TlsCa};
 use std::num::NonZeroU64;
 use std::time::Duration;
 
@@ -12,6 +12,9 @@ use std::time::Duration;
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct StoreSettings {
     pub url: StoreUrl,
+    /// The CA that TLS server certificates must chain to instead of the system's roots
+    /// (`store.tls_ca`; only with a TLS URL).
+    pub tls_ca: Option<TlsCa>,
     pub on_error: OnError,
     pub timeout: Duration,
     pub key_prefix: String,
@@ -25,4 +28,15 @@ pub enum OnError {
     Allow,
     Deny,
     Local,
+}
+
+impl OnError {
+    /// As the policy file writes it.
+    pub fn label(self) -> &'static str {
+        match self {
+            OnError::Allow => "allow",
+            OnError::Deny => "deny",
+            OnError::Local => "local",
+        }
+    }
 }

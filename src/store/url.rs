@@ -1,5 +1,6 @@
-//! `store.url`: which backend, and where (`memory://`, `redis://`, `rediss://`,
-//! `redis+cluster://`, `redis+sentinel://`).
+//! `store.url`: which backend, and where (`memory://`, `redis://`, `redis+cluster://`,
+//! `redis+sentinel://`, and each Redis scheme over TLS: `rediss://`, `rediss+cluster://`,
+//! `rediss+sentinel://`).
 //!
 //! Parsed here rather than by the policy compiler: the store knows which URLs it can open, and
 //! its errors say what is wrong with one.
@@ -10,7 +11,9 @@ use super::SentinelUrl;
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum StoreUrl {
     Memory,
+    /// A `redis://` or `rediss://` URL, as the redis client takes it.
     Redis(String),
+    /// Node URLs (`redis://` or `rediss://`), each with the cluster's credentials.
     RedisCluster(Vec<String>),
     /// `redis+sentinel://`: the primary that these Sentinels name, followed across failovers.
     RedisSentinel(SentinelUrl),
@@ -20,10 +23,10 @@ pub enum StoreUrl {
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum StoreUrlError {
     #[error(
-        "unsupported store \"{0}\" (expected memory://, redis://, rediss://, redis+cluster:// or redis+sentinel://)"
+        "unsupported store \"{0}\" (expected memory://, redis://, redis+cluster:// or redis+sentinel://; rediss://, rediss+cluster:// or rediss+sentinel:// for TLS)"
     )]
     Unsupported(String),
-    #[error("redis+cluster:// needs at least one host:port")]
+    #[error("redis+cluster:// and rediss+cluster:// need at least one host:port")]
     NoClusterNodes,
     /// What [`SentinelUrl::parse`] found wrong.
     #[error("{0}")]
@@ -38,24 +41,108 @@ impl StoreUrl {
         if url.starts_with("redis://") || url.starts_with("rediss://") {
             return Ok(StoreUrl::Redis(url.to_owned()));
         }
-        if url.starts_with("redis+sentinel://") {
+        if url.starts_with("redis+sentinel://") || url.starts_with("rediss+sentinel://") {
             return SentinelUrl::parse(url)
                 .map(StoreUrl::RedisSentinel)
                 .map_err(StoreUrlError::Sentinel);
         }
         if let Some(nodes) = url.strip_prefix("redis+cluster://") {
-            let nodes: Vec<String> = nodes
-                .split(',')
-                .filter(|n| !n.is_empty())
-                .map(|n| format!("redis://{n}"))
-                .collect();
-            if nodes.is_empty() {
-                return Err(StoreUrlError::NoClusterNodes);
-            }
-            return Ok(StoreUrl::RedisCluster(nodes));
+            return cluster_nodes("redis", nodes).map(StoreUrl::RedisCluster);
         }
-        Err(StoreUrlError::Unsupported(url.to_owned()))
+        if let Some(nodes) = url.strip_prefix("rediss+cluster://") {
+            return cluster_nodes("rediss", nodes).map(StoreUrl::RedisCluster);
+        }
+        Err(StoreUrlError::Unsupported(redacted(url)))
     }
+
+    /// The URL as it may be shown in a log line or an error (passwords written `***`).
+    pub fn redacted(&self) -> String {
+        match self {
+            StoreUrl::Memory => "memory://".to_owned(),
+            StoreUrl::Redis(url) => redacted(url),
+            StoreUrl::RedisCluster(nodes) => redacted(&nodes.join(",")),
+            StoreUrl::RedisSentinel(url) => url.to_string(),
+        }
+    }
+
+    /// Whether the store is reached over TLS (the schemes that `store.tls_ca` applies to).
+    pub fn is_tls(&self) -> bool {
+        match self {
+            StoreUrl::Memory => false,
+            StoreUrl::Redis(url) => url.starts_with("rediss://"),
+            StoreUrl::RedisCluster(nodes) => nodes.iter().any(|n| n.starts_with("rediss://")),
+            StoreUrl::RedisSentinel(url) => url.tls,
+        }
+    }
+
+    /// Scheme and hosts only, for a log line: no user, password, database or path.
+    pub fn location(&self) -> String {
+        match self {
+            StoreUrl::Memory => "memory://".to_owned(),
+            StoreUrl::Redis(url) => host_of(url),
+            StoreUrl::RedisCluster(nodes) => {
+                let hosts: Vec<String> = nodes
+                    .iter()
+                    .map(|n| {
+                        host_of(n)
+                            .split_once("://")
+                            .map_or(String::new(), |(_, h)| h.to_owned())
+                    })
+                    .collect();
+                let tls = nodes.iter().any(|n| n.starts_with("rediss://"));
+                let scheme = if tls {
+                    "rediss+cluster"
+                } else {
+                    "redis+cluster"
+                };
+                format!("{scheme}://{}", hosts.join(","))
+            }
+            StoreUrl::RedisSentinel(url) => {
+                let hosts: Vec<String> = url
+                    .sentinels
+                    .iter()
+                    .map(|(host, port)| format!("{host}:{port}"))
+                    .collect();
+                let scheme = if url.tls {
+                    "rediss+sentinel"
+                } else {
+                    "redis+sentinel"
+                };
+                format!("{scheme}://{}/{}", hosts.join(","), url.primary_name)
+            }
+        }
+    }
+}
+
+/// `[user:password@]host:port,host:port...` as node URLs. The client requires the same
+/// credentials on every node, so the first node's apply to those written without their own.
+fn cluster_nodes(scheme: &str, list: &str) -> Result<Vec<String>, StoreUrlError> {
+    let nodes: Vec<&str> = list.split(',').filter(|n| !n.is_empty()).collect();
+    let credentials = match nodes.first().and_then(|n| n.rsplit_once('@')) {
+        Some((credentials, _)) => format!("{credentials}@"),
+        None => String::new(),
+    };
+    if nodes.is_empty() {
+        return Err(StoreUrlError::NoClusterNodes);
+    }
+    Ok(nodes
+        .iter()
+        .map(|n| match n.contains('@') {
+            true => format!("{scheme}://{n}"),
+            false => format!("{scheme}://{credentials}{n}"),
+        })
+        .collect())
+}
+
+/// `scheme://host:port` of one `scheme://[credentials@]host:port[/path]`.
+fn host_of(url: &str) -> String {
+    let (scheme, rest) = url.split_once("://").unwrap_or(("", url));
+    let end = rest.find(['/', '?', '#']).unwrap_or(rest.len());
+    let authority = &rest[..end];
+    let host = authority
+        .rsplit_once('@')
+        .map_or(authority, |(_, host)| host);
+    format!("{scheme}://{host}")
 }
 
 /// `url` as it may be shown in a log line or an error: a password (`user:password@`, or
@@ -106,6 +193,22 @@ mod tests {
     }
 
     #[test]
+    fn locations_show_scheme_and_hosts_only() {
+        let location = |url: &str| StoreUrl::parse(url).unwrap().location();
+        assert_eq!(location("rediss://app:s3cret@h:6380/2"), "rediss://h:6380");
+        assert_eq!(location("redis://h:6379/0"), "redis://h:6379");
+        assert_eq!(
+            location("redis+cluster://h1:7000,h2:7001"),
+            "redis+cluster://h1:7000,h2:7001"
+        );
+        assert_eq!(
+            location("redis+sentinel://u:p@s1:26379,s2:26380/mymaster/1"),
+            "redis+sentinel://s1:26379,s2:26380/mymaster"
+        );
+        assert_eq!(location("memory://"), "memory://");
+    }
+
+    #[test]
     fn each_scheme_names_its_backend() {
         assert_eq!(StoreUrl::parse("memory://"), Ok(StoreUrl::Memory));
         assert_eq!(
@@ -126,16 +229,37 @@ mod tests {
     }
 
     #[test]
+    fn tls_schemes_are_tls_and_cluster_credentials_reach_every_node() {
+        let tls = |url: &str| StoreUrl::parse(url).unwrap().is_tls();
+        assert!(tls("rediss://u:p@h:6380/0"));
+        assert!(tls("rediss+cluster://h1:7000,h2:7001"));
+        assert!(tls("rediss+sentinel://h1/mymaster"));
+        assert!(!tls("redis://h:6379/0"));
+        assert!(!tls("redis+cluster://h1:7000"));
+        assert!(!tls("redis+sentinel://h1/mymaster"));
+        assert!(!tls("memory://"));
+        assert_eq!(
+            StoreUrl::parse("rediss+cluster://app:s3cret@h1:7000,h2:7001,u:q@h3:7002"),
+            Ok(StoreUrl::RedisCluster(vec![
+                "rediss://app:s3cret@h1:7000".into(),
+                "rediss://app:s3cret@h2:7001".into(),
+                "rediss://u:q@h3:7002".into()
+            ]))
+        );
+    }
+
+    #[test]
     fn errors_say_what_is_wrong() {
         assert_eq!(
             StoreUrl::parse("redis+cluster://").map_err(|e| e.to_string()),
-            Err("redis+cluster:// needs at least one host:port".to_owned())
+            Err("redis+cluster:// and rediss+cluster:// need at least one host:port".to_owned())
         );
         assert_eq!(
-            StoreUrl::parse("memcached://h").map_err(|e| e.to_string()),
+            StoreUrl::parse("memcached://u:pw@h").map_err(|e| e.to_string()),
             Err(
-                "unsupported store \"memcached://h\" (expected memory://, redis://, rediss://, \
-                 redis+cluster:// or redis+sentinel://)"
+                "unsupported store \"memcached://u:***@h\" (expected memory://, redis://, \
+                 redis+cluster:// or redis+sentinel://; rediss://, rediss+cluster:// or \
+                 rediss+sentinel:// for TLS)"
                     .to_owned()
             )
         );

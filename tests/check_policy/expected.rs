@@ -97,7 +97,8 @@ pub const BAD: &[(&str, &[&str])] = &[
         "bad_store_url",
         &[concat!(
             "store.url: unsupported store \"memcached://127.0.0.1:11211\" ",
-            "(expected memory://, redis://, rediss://, redis+cluster:// or redis+sentinel://)"
+            "(expected memory://, redis://, redis+cluster:// or redis+sentinel://; ",
+            "rediss://, rediss+cluster:// or rediss+sentinel:// for TLS)"
         )],
     ),
     (
@@ -114,6 +115,25 @@ pub const BAD: &[(&str, &[&str])] = &[
     (
         "sentinel_url_bad_database",
         &["store.url: database \"cache\" is not a number from 0 up"],
+    ),
+    (
+        "tls_ca_missing_file",
+        &[
+            "store.tls_ca: \"no-such-ca.pem\" cannot be read: No such file or directory (os error 2)",
+        ],
+    ),
+    (
+        "tls_ca_not_pem",
+        &[
+            "store.tls_ca: \"tls_ca_not_pem.yaml\" holds no PEM certificate (-----BEGIN CERTIFICATE-----)",
+        ],
+    ),
+    (
+        "tls_ca_without_tls_url",
+        &[concat!(
+            "store.tls_ca: applies only to TLS store URLs ",
+            "(rediss://, rediss+cluster:// or rediss+sentinel://)"
+        )],
     ),
     (
         "bad_on_error",
@@ -164,7 +184,8 @@ pub const BAD: &[(&str, &[&str])] = &[
 pub const MANY_ERRORS: &[&str] = &[
     concat!(
         "store.url: unsupported store \"memcached://localhost\" ",
-        "(expected memory://, redis://, rediss://, redis+cluster:// or redis+sentinel://)"
+        "(expected memory://, redis://, redis+cluster:// or redis+sentinel://; ",
+        "rediss://, rediss+cluster:// or rediss+sentinel:// for TLS)"
     ),
     "store.on_error: unknown value \"retry\" (expected allow, deny or local)",
     "tiers.free.limits[0].requests: must be at least 1",
@@ -184,4 +205,5 @@ pub const VALID: &[&str] = &[
     "prefix_endpoints",
     "range_edges",
     "redis_sentinel",
+    "redis_tls",
 ];

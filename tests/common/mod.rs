@@ -6,6 +6,7 @@ pub mod http;
 pub mod on_error;
 pub mod prometheus;
 pub mod redis;
+pub mod redis_tls;
 pub mod rng;
 
 use ratewarden::clock::ManualClock;

@@ -1,6 +1,6 @@
 //! Real `redis-server` processes for tests: started on free loopback ports with no
 //! persistence, stopped (or killed with SIGKILL) by PID. A Redis Cluster too, and a primary with a
-//! replica watched by three Sentinels.
+//! replica watched by three Sentinels (servers and clusters that also serve TLS: `redis_tls.rs`).
 
 use std::net::TcpListener;
 use std::path::PathBuf;
@@ -11,6 +11,9 @@ use std::time::{Duration, Instant};
 pub struct RedisServer {
     child: Option<Child>,
     pub port: u16,
+    /// The TLS port, when started with [`RedisServer::start_tls`] (plain `port` stays open for
+    /// `redis-cli`).
+    pub tls_port: Option<u16>,
     dir: PathBuf,
     _tmp: tempfile::TempDir,
     extra: Vec<String>,
@@ -35,6 +38,7 @@ impl RedisServer {
         let mut server = RedisServer {
             child: None,
             port: free_port(),
+            tls_port: None,
             dir: tmp.path().to_owned(),
             _tmp: tmp,
             extra: extra.iter().map(|s| s.to_string()).collect(),
@@ -60,6 +64,13 @@ impl RedisServer {
 
     pub fn url(&self) -> String {
         format!("redis://127.0.0.1:{}/0", self.port)
+    }
+
+    /// Adds an ACL user allowed every command and key (`ACL SETUSER`, over the plain port).
+    pub fn add_user(&self, user: &str, password: &str) {
+        let password = format!(">{password}");
+        let reply = self.cli(&["ACL", "SETUSER", user, "on", &password, "~*", "&*", "+@all"]);
+        assert_eq!(reply.trim(), "OK", "ACL SETUSER {user}: {reply}");
     }
 
     pub fn pid(&self) -> Option<u32> {
@@ -124,23 +135,26 @@ pub struct RedisCluster {
     pub nodes: Vec<RedisServer>,
 }
 
+pub(super) const CLUSTER_NODE_ARGS: [&str; 4] =
+    ["--cluster-enabled", "yes", "--cluster-node-timeout", "2000"];
+
 impl RedisCluster {
     pub fn start(masters: usize) -> RedisCluster {
         let nodes: Vec<RedisServer> = (0..masters)
-            .map(|_| {
-                RedisServer::start_with(&[
-                    "--cluster-enabled",
-                    "yes",
-                    "--cluster-node-timeout",
-                    "2000",
-                ])
-            })
+            .map(|_| RedisServer::start_with(&CLUSTER_NODE_ARGS))
             .collect();
+        Self::create(nodes, &[])
+    }
+
+    /// `redis-cli --cluster create` over `nodes` (their TLS ports when they have one), then waits
+    /// for `cluster_state:ok`.
+    pub(super) fn create(nodes: Vec<RedisServer>, cli_args: &[&str]) -> RedisCluster {
         let addresses: Vec<String> = nodes
             .iter()
-            .map(|n| format!("127.0.0.1:{}", n.port))
+            .map(|n| format!("127.0.0.1:{}", n.tls_port.unwrap_or(n.port)))
             .collect();
         let out = Command::new("redis-cli")
+            .args(cli_args)
             .args(["--cluster", "create"])
             .args(&addresses)
             .args(["--cluster-replicas", "0", "--cluster-yes"])

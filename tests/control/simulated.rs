@@ -145,6 +145,51 @@ async fn the_shipped_model_flags_abusers_and_never_pollers_or_nat_users() {
         "at least 90 % of abusers flagged"
     );
     assert!(anomaly_denials > 0, "flagged abusers' limits shrank");
+
+    admin_actions_reach_the_control_loop(&engine, &mut control, &clock, next_cycle, interval_us)
+        .await;
+}
+
+/// A cleared flag loses its hold in the control loop too (a flag there again is a new one);
+/// an allowlisted subject is never flagged until its allowlisting ends.
+async fn admin_actions_reach_the_control_loop(
+    engine: &Arc<Engine>,
+    control: &mut ControlLoop,
+    clock: &ManualClock,
+    mut next_cycle: u64,
+    interval_us: u64,
+) {
+    let flagged = engine.flagged_subjects();
+    assert!(flagged.len() >= 2, "two abusers still flagged: {flagged:?}");
+    let (cleared, allowlisted) = (flagged[0].subject, flagged[1].subject);
+    let old_start = flagged[0]
+        .since
+        .expect("the loop published when the flag began");
+    let exemptions = engine.scale_factors().exemptions();
+
+    let at_clear = clock_now(clock);
+    assert!(engine.clear_flag(cleared));
+    engine.allowlist(allowlisted, Duration::from_secs(3600));
+    for _ in 0..3 {
+        clock.set(next_cycle);
+        control.cycle().await;
+        next_cycle += interval_us;
+        let now = engine.flagged_subjects();
+        assert!(now.iter().all(|f| f.subject != allowlisted), "{now:?}");
+    }
+    let start = exemptions.flag_start(cleared);
+    assert!(
+        start.is_none_or(|s| s > old_start && s >= at_clear),
+        "the cleared flag kept its start {old_start}: {start:?}"
+    );
+
+    let at_removal = clock_now(clock);
+    assert!(engine.remove_from_allowlist(allowlisted));
+    clock.set(next_cycle);
+    control.cycle().await;
+    if let Some(start) = exemptions.flag_start(allowlisted) {
+        assert!(start > at_removal, "a flag from the allowlisting: {start}");
+    }
 }
 
 fn clock_now(clock: &ManualClock) -> u64 {

@@ -1,5 +1,5 @@
 //! The files of `dashboards/` on their own: `promtool` checks and unit-tests the rules, every
-//! alert has its runbook in README, and the dashboards are importable Grafana JSON whose panels
+//! alert links by absolute URL to its runbook section in docs/guides/runbooks.md, and the dashboards are importable Grafana JSON whose panels
 //! follow the `rule` and `tier` variables and include every panel issue 6 asks for.
 
 use crate::{panels, repo};
@@ -25,17 +25,30 @@ fn promtool(args: &[&str]) -> String {
 #[test]
 fn alert_rules_pass_promtool_check_and_their_unit_tests() {
     let checked = promtool(&["check", "rules", "dashboards/alerts.yml"]);
-    assert!(checked.contains("SUCCESS: 7 rules found"), "{checked}");
+    assert!(checked.contains("SUCCESS: 8 rules found"), "{checked}");
     let tested = promtool(&["test", "rules", "dashboards/alerts_test.yml"]);
     assert!(tested.contains("SUCCESS"), "{tested}");
     let config = promtool(&["check", "config", "dashboards/prometheus.yml"]);
     assert!(config.contains("SUCCESS"), "{config}");
-    // Every alert has a summary, a description and a runbook section in README.
+    // Every alert has a summary, a description and an absolute runbook URL (to the repository
+    // of Cargo.toml, so it works from someone else's Prometheus) whose anchor is a section of
+    // docs/guides/runbooks.md.
     let rules: Value = serde_yaml_ng::from_str(
         &std::fs::read_to_string(repo("dashboards/alerts.yml")).expect("alerts.yml is readable"),
     )
     .expect("alerts.yml is YAML");
-    let readme = std::fs::read_to_string(repo("README.md")).expect("README.md is readable");
+    let runbooks = std::fs::read_to_string(repo("docs/guides/runbooks.md"))
+        .expect("docs/guides/runbooks.md is readable");
+    let anchors: BTreeSet<String> = runbooks
+        .lines()
+        .filter_map(|l| l.strip_prefix("## "))
+        .map(|heading| heading.trim().to_lowercase())
+        .collect();
+    let base = format!(
+        "{}/blob/main/docs/guides/runbooks.md#",
+        env!("CARGO_PKG_REPOSITORY")
+    );
+    assert!(base.starts_with("https://"), "{base}");
     for rule in rules["groups"][0]["rules"].as_array().expect("rules") {
         let name = rule["alert"].as_str().expect("an alert name");
         for annotation in ["summary", "description", "runbook_url"] {
@@ -44,13 +57,14 @@ fn alert_rules_pass_promtool_check_and_their_unit_tests() {
                 "{name} has no {annotation}"
             );
         }
-        let section = format!("### Runbook: {name}");
-        assert!(readme.contains(&section), "README has no {section:?}");
-        let anchor = format!("README.md#runbook-{}", name.to_lowercase());
-        assert_eq!(
-            rule["annotations"]["runbook_url"],
-            anchor.as_str(),
-            "{name}"
+        let url = rule["annotations"]["runbook_url"].as_str().unwrap_or("");
+        let anchor = url
+            .strip_prefix(&base)
+            .unwrap_or_else(|| panic!("{name}: runbook_url {url:?} does not start with {base}"));
+        assert_eq!(anchor, name.to_lowercase(), "{name}: {url}");
+        assert!(
+            anchors.contains(anchor),
+            "{name}: docs/guides/runbooks.md has no section \"## {name}\""
         );
     }
 }

@@ -64,7 +64,8 @@ pub fn engine(yaml: &str) -> (Arc<Engine>, ManualClock) {
         policy,
         Backend::Memory(store),
         SubjectHasher::from_secret("admin test secret"),
-    );
+    )
+    .with_clock(Arc::new(clock.clone()));
     (Arc::new(engine), clock)
 }
 

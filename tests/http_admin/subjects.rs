@@ -24,6 +24,12 @@ async fn subject_view_shows_base_effective_and_exact_usage_without_the_raw_id() 
         "load_factor": 1.0,
         "scale": 1.0,
         "features": {},
+        "scoring": {"requests": 0, "min_requests": 20, "progress": "0 of 20 requests"},
+        "threshold": 0.8,
+        "flag_start": null,
+        "hold_until": null,
+        "allowlisted_until": null,
+        "model_version": null,
         "limits": [
             {"scope": "tier", "name": "hourly", "algorithm": "sliding_log", "base": 100,
              "effective": 100, "used": 3, "remaining": 97, "window_ms": 3_600_000,

@@ -221,7 +221,8 @@ fn bad_lines_are_counted_shown_with_their_numbers_and_skipped() {
 }
 
 #[test]
-fn an_empty_file_a_missing_file_and_a_bad_policy_exit_non_zero_with_a_clear_message() {
+fn an_empty_file_a_missing_file_a_bad_policy_and_an_unreadable_model_exit_non_zero_with_a_clear_message()
+ {
     let dir = tempfile::tempdir().unwrap();
     let policy = example_policy();
     let empty = dir.path().join("empty.log");
@@ -270,6 +271,31 @@ fn an_empty_file_a_missing_file_and_a_bad_policy_exit_non_zero_with_a_clear_mess
     );
     run.assert_fails_with(&format!("error: policy {}:\n", bad_policy.display()));
     run.assert_fails_with("frobnicate");
+
+    // A policy naming a model that cannot be read: no replay without the model it names.
+    let no_model = dir.path().join("no-model.yaml");
+    let missing_model = dir.path().join("missing-model.json");
+    std::fs::write(
+        &no_model,
+        std::fs::read_to_string(&policy).unwrap().replace(
+            "model: models/abuse.json",
+            &format!("model: {}", missing_model.display()),
+        ),
+    )
+    .unwrap();
+    replay(
+        &[
+            "--policy",
+            no_model.to_str().unwrap(),
+            "--log",
+            good.to_str().unwrap(),
+        ],
+        &[],
+    )
+    .assert_fails_with(&format!(
+        "error: adaptive.anomaly.model: cannot read model file {}: No such file or directory (os error 2) (fix the file, or remove the key to replay without anomaly scaling)\n",
+        missing_model.display()
+    ));
 
     // An empty file next to a good one is counted, not an error.
     let run = replay(

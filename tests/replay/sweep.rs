@@ -185,6 +185,8 @@ fn sweep_rows_match_a_direct_count_of_the_decisions_and_the_plot_is_a_png() {
         run.stdout
     );
 
+    assert_flags_and_misses(summary, &run.stdout);
+
     // The plot: a PNG by its signature, and one that decodes to the size drawn.
     let bytes = std::fs::read(&plot).unwrap();
     assert_eq!(&bytes[..8], b"\x89PNG\r\n\x1a\n");
@@ -194,4 +196,62 @@ fn sweep_rows_match_a_direct_count_of_the_decisions_and_the_plot_is_a_png() {
     let frame = reader.next_frame(&mut pixels).expect("PNG image data");
     assert_eq!((frame.width, frame.height), (1200, 1000));
     assert!(pixels.iter().any(|p| *p != 255), "something is drawn");
+}
+
+/// Episodes are runs of flagged cycles (a flag lasts at least `hold`, 5 minutes: a handful in
+/// 20 minutes, where a count of flagged cycles would be hundreds); every subject labelled abuse
+/// is flagged or listed with why; the subjects never scored are counted and the busiest listed.
+fn assert_flags_and_misses(summary: &Value, table: &str) {
+    let flagged = summary["flagged"].as_array().unwrap();
+    for row in flagged {
+        let episodes = row["episodes"].as_u64().unwrap();
+        assert!((1..=5).contains(&episodes), "{row}");
+        let shown = format!(
+            "{} episode{}",
+            episodes,
+            if episodes == 1 { "" } else { "s" }
+        );
+        assert!(table.contains(&shown), "{shown:?} not in:\n{table}");
+    }
+    let labels = &summary["labels"];
+    let missed = summary["abuse_unflagged"].as_array().unwrap();
+    assert_eq!(
+        missed.len() as u64,
+        labels["abuse_subjects"].as_u64().unwrap()
+            - labels["abuse_subjects_flagged"].as_u64().unwrap(),
+        "{missed:?}"
+    );
+    let never =
+        "never scored: fewer than 20 requests (adaptive.anomaly.min_requests) in any 10m window";
+    for row in missed {
+        assert_eq!(row["label"], "abuse", "{row}");
+        let why = row["why"].as_str().unwrap();
+        match row["max_score"].as_f64() {
+            Some(score) => {
+                assert!(score < 0.8, "{row}");
+                assert_eq!(
+                    why,
+                    format!("highest score {score:.3}, below the threshold 0.8")
+                );
+            }
+            None => assert_eq!(why, never, "{row}"),
+        }
+        let subject = row["subject"].as_str().unwrap();
+        assert!(
+            table.contains(subject) && table.contains(why),
+            "{row} not in:\n{table}"
+        );
+    }
+    let unscored = summary["never_scored"].as_u64().unwrap();
+    assert!(
+        table.contains(&format!("subjects never scored: {unscored}\n")),
+        "{table}"
+    );
+    let top = summary["never_scored_top"].as_array().unwrap();
+    assert_eq!(top.len() as u64, unscored.min(10));
+    for row in top {
+        assert_eq!(row["max_score"], Value::Null, "{row}");
+        assert_eq!(row["why"], never, "{row}");
+        assert!(row["requests"].as_u64().unwrap() > 0, "{row}");
+    }
 }

@@ -4,8 +4,10 @@
 //! It answers 404 unless `RATEWARDEN_ADMIN_TOKEN` is set, and then only to
 //! `Authorization: Bearer <token>`, compared in constant time ([`Admin`]). Subjects are named by
 //! their raw id in the path, but answers only ever carry the keyed hash of it. The handlers live
-//! one concern a file: live thresholds, the view of one subject, stored tiers and policy reload.
+//! one concern a file: live thresholds, the view of one subject, flags and the allowlist, stored
+//! tiers and policy reload.
 
+mod flags;
 mod reload;
 mod subjects;
 mod thresholds;
@@ -51,6 +53,9 @@ pub fn routes() -> OpenApiRouter<AppState> {
             thresholds::put_thresholds
         ))
         .routes(routes!(subjects::subject))
+        .routes(routes!(flags::flagged))
+        .routes(routes!(flags::clear_flag))
+        .routes(routes!(flags::put_allowlist, flags::delete_allowlist))
         .routes(routes!(tier::put_tier))
         .routes(routes!(reload::reload))
 }

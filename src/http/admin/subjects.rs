@@ -3,6 +3,7 @@
 //! The engine reads the view ([`crate::engine::Engine::inspect_subject`]); this adapter checks
 //! the query and writes the JSON.
 
+use super::flags::rfc3339;
 use super::{Admin, check_user, store_problem};
 use crate::engine::{InspectError, LimitUsage, SubjectInspection, SubjectQuery, TierSource};
 use crate::features::{FEATURE_NAMES, SubjectFeatures};
@@ -58,6 +59,18 @@ pub struct SubjectView {
     /// model's inputs); empty when it had no activity in the anomaly window.
     #[schema(value_type = Object)]
     pub features: Map<String, Value>,
+    /// How far the subject is from being scored.
+    pub scoring: ScoringView,
+    /// The live anomaly threshold.
+    pub threshold: f64,
+    /// When the flag in force began (RFC 3339); null when not flagged.
+    pub flag_start: Option<String>,
+    /// The end of the flag's hold (RFC 3339); null when not flagged.
+    pub hold_until: Option<String>,
+    /// The end of an allowlisting through the admin API (RFC 3339); null when none.
+    pub allowlisted_until: Option<String>,
+    /// The model in force; null without one.
+    pub model_version: Option<String>,
     /// Why the subject scores what it does (null before it is first scored): the score's
     /// `logit` as `base` plus each feature's `contribution`, the `evidence_weight` its request
     /// count gives the model, and whether it is `novel` (a feature outside the model's training
@@ -66,6 +79,19 @@ pub struct SubjectView {
     pub explanation: Option<Explanation>,
     /// The tier's limits, then the endpoint rule's.
     pub limits: Vec<LimitView>,
+}
+
+/// Progress towards `adaptive.anomaly.min_requests`: a subject is scored once it has that many
+/// requests in the anomaly window.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct ScoringView {
+    /// Requests in the window at the last control cycle.
+    #[schema(example = 8)]
+    pub requests: u64,
+    #[schema(example = 20)]
+    pub min_requests: u64,
+    #[schema(example = "8 of 20 requests")]
+    pub progress: String,
 }
 
 /// One applicable limit and the subject's usage of it.
@@ -162,13 +188,16 @@ pub async fn subject(
             InspectError::Undecidable(e) => Problem::bad_request(e.to_string()),
             InspectError::Store(e) => store_problem(e),
         })?;
+    let observed = inspection.observed;
     let model = state.reloader.as_ref().and_then(|r| r.model().get());
-    let explanation = match (&model, inspection.observed, inspection.abuse_score) {
-        (Some(model), Some(observed), Some(_)) => Some(model.explain(&observed)),
-        _ => None,
-    };
     let mut view = SubjectView::from(inspection);
-    view.explanation = explanation;
+    if let Some(model) = &model {
+        view.model_version = Some(model.version().to_owned());
+        view.explanation = match (observed, view.abuse_score) {
+            (Some(observed), Some(_)) => Some(model.explain(&observed)),
+            _ => None,
+        };
+    }
     Ok(Json(view))
 }
 
@@ -187,6 +216,19 @@ impl From<SubjectInspection> for SubjectView {
             load_factor: i.load_factor,
             scale: i.scale,
             features: features_json(i.observed),
+            scoring: {
+                let requests = i.observed.map_or(0, |o| o.requests);
+                ScoringView {
+                    requests,
+                    min_requests: i.min_requests,
+                    progress: format!("{requests} of {} requests", i.min_requests),
+                }
+            },
+            threshold: i.threshold,
+            flag_start: i.flag_start.and_then(rfc3339),
+            hold_until: i.held_until.filter(|h| *h > 0).and_then(rfc3339),
+            allowlisted_until: i.allowlisted_until.and_then(rfc3339),
+            model_version: None,
             explanation: None,
             limits: i.limits.into_iter().map(LimitView::from).collect(),
         }

@@ -1,5 +1,7 @@
 //! The running counts of one replay pass, and the [`Summary`] they finish into.
 
+mod unflagged;
+
 use super::{
     FlaggedRow, LabelStats, ReasonCounts, RuleRow, SubjectRow, Summary, TOP, TierRow, Timeline,
 };
@@ -16,6 +18,18 @@ struct Flag {
     episodes: u64,
     max_score: f64,
     now: bool,
+    /// Flagged at the cycle noted before the last one: `now` and not `was` starts an episode.
+    was: bool,
+}
+
+/// What scoring a subject takes, to say why one was never scored.
+#[derive(Debug, Clone)]
+pub struct Scoring {
+    /// Whether a model is in force (none: nobody is scored).
+    pub model: bool,
+    pub min_requests: u64,
+    /// `adaptive.anomaly.window`, as the policy writes it.
+    pub window: String,
 }
 
 /// The running counts of one pass.
@@ -35,13 +49,16 @@ pub struct Tally {
     tiers: HashMap<String, (u64, u64)>,
     per_subject: Vec<(u64, u64)>,
     flags: HashMap<u32, Flag>,
+    /// Each subject's highest score, `None` while it was never scored.
+    scores: Vec<Option<f64>>,
+    scoring: Scoring,
     labels: LabelStats,
     labelled: bool,
     timeline: Timeline,
 }
 
 impl Tally {
-    pub fn new(traffic: &Traffic, threshold: f64) -> Self {
+    pub fn new(traffic: &Traffic, threshold: f64, scoring: Scoring) -> Self {
         let first = traffic.first().unwrap_or(0);
         Tally {
             threshold,
@@ -57,6 +74,8 @@ impl Tally {
             tiers: HashMap::new(),
             per_subject: vec![(0, 0); traffic.subjects.len()],
             flags: HashMap::new(),
+            scores: vec![None; traffic.subjects.len()],
+            scoring,
             labels: LabelStats::default(),
             labelled: false,
             timeline: Timeline::new(first, traffic.last().unwrap_or(first)),
@@ -142,6 +161,7 @@ impl Tally {
     /// Notes the flagged subjects after a control cycle at `now`.
     pub fn flagged(&mut self, now: Micros, flagged: impl Iterator<Item = (u32, f64)>) {
         for flag in self.flags.values_mut() {
+            flag.was = flag.now;
             flag.now = false;
         }
         for (subject, score) in flagged {
@@ -150,10 +170,20 @@ impl Tally {
                 episodes: 0,
                 max_score: score,
                 now: false,
+                was: false,
             });
             flag.max_score = flag.max_score.max(score);
-            flag.episodes += u64::from(!flag.now);
+            // A run of consecutive flagged cycles is one episode.
+            flag.episodes += u64::from(!flag.was && !flag.now);
             flag.now = true;
+        }
+    }
+
+    /// Notes the scores of a control cycle (every subject scored, flagged or not).
+    pub fn scored(&mut self, scores: impl Iterator<Item = (u32, f64)>) {
+        for (subject, score) in scores {
+            let best = &mut self.scores[subject as usize];
+            *best = Some(best.map_or(score, |b| b.max(score)));
         }
     }
 
@@ -167,6 +197,8 @@ impl Tally {
         let flagged = self.flagged_rows(&name, labels);
         let top_denied = self.top_denied(&name, labels);
         let label_stats = self.label_stats(labels);
+        let abuse_unflagged = self.abuse_unflagged(&name, labels);
+        let (never_scored, never_scored_top) = self.never_scored(&name, labels);
         Summary {
             threshold: self.threshold,
             requests: self.requests,
@@ -181,6 +213,9 @@ impl Tally {
             subjects: self.per_subject.iter().filter(|s| s.0 > 0).count() as u64,
             subjects_flagged: flagged.len() as u64,
             flagged,
+            abuse_unflagged,
+            never_scored,
+            never_scored_top,
             top_denied,
             labels: self.labelled.then_some(label_stats),
             timeline: self.timeline,

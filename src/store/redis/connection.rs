@@ -2,6 +2,8 @@
 //! a deadline on every call.
 
 use super::super::StoreError;
+use super::super::TlsCa;
+use super::super::tls::install_crypto_provider;
 use super::SentinelUrl;
 use super::sentinel::SentinelConnection;
 use redis::aio::{ConnectionManager, ConnectionManagerConfig};
@@ -25,8 +27,13 @@ pub(super) const CONNECT_TIMEOUT: Duration = Duration::from_secs(1);
 
 impl Connection {
     /// Connects lazily: the daemon starts while Redis is down and follows it when it comes up.
-    pub fn single(url: &str) -> Result<Self, RedisError> {
-        let client = redis::Client::open(url)?;
+    /// A `rediss://` server's certificate chains to `tls_ca`, else to the system's roots.
+    pub fn single(url: &str, tls_ca: Option<&TlsCa>) -> Result<Self, RedisError> {
+        install_crypto_provider();
+        let client = match tls_ca {
+            Some(ca) => redis::Client::build_with_tls(url, ca.certificates())?,
+            None => redis::Client::open(url)?,
+        };
         let config = ConnectionManagerConfig::new()
             .set_connection_timeout(Some(CONNECT_TIMEOUT))
             .set_number_of_retries(2)
@@ -37,19 +44,25 @@ impl Connection {
         )?))
     }
 
-    pub async fn cluster(nodes: &[String]) -> Result<Self, RedisError> {
-        let client = ClusterClient::builder(nodes.iter().map(String::as_str))
+    /// `rediss://` nodes (and those the cluster names) are reached over TLS.
+    pub async fn cluster(nodes: &[String], tls_ca: Option<&TlsCa>) -> Result<Self, RedisError> {
+        install_crypto_provider();
+        let mut builder = ClusterClient::builder(nodes.iter().map(String::as_str))
             .connection_timeout(CONNECT_TIMEOUT)
             .retries(2)
             .min_retry_wait(20)
-            .max_retry_wait(250)
-            .build()?;
+            .max_retry_wait(250);
+        if let Some(ca) = tls_ca {
+            builder = builder.certs(ca.certificates());
+        }
+        let client = builder.build()?;
         Ok(Connection::Cluster(client.get_async_connection().await?))
     }
 
-    pub async fn sentinel(url: &SentinelUrl) -> Result<Self, RedisError> {
+    pub async fn sentinel(url: &SentinelUrl, tls_ca: Option<&TlsCa>) -> Result<Self, RedisError> {
+        install_crypto_provider();
         Ok(Connection::Sentinel(
-            SentinelConnection::connect(url).await?,
+            SentinelConnection::connect(url, tls_ca).await?,
         ))
     }
 

@@ -1,5 +1,6 @@
-//! The Redis store (`redis://`, `redis+cluster://`, `redis+sentinel://`): one Lua script applies all the limits of a
-//! request atomically, in one round trip, with time from the Redis server.
+//! The Redis store (`redis://`, `redis+cluster://`, `redis+sentinel://`, and over TLS
+//! `rediss://`, `rediss+cluster://`, `rediss+sentinel://`): one Lua script applies all the
+//! limits of a request atomically, in one round trip, with time from the Redis server.
 //!
 //! Several daemons on one Redis share limits exactly. Keys hold only hashes: `<prefix>:{<subject
 //! hash>}:<limit id>`. In a cluster, the subject hash is the hash tag, so a request's keys share
@@ -18,7 +19,7 @@ pub use counts::{ActivityCounts, ActivityDelta, SharedTotals};
 pub use sentinel_url::SentinelUrl;
 pub use tiers::{TIER_STORE_TTL, TIER_TTL_REFRESH};
 
-use super::{Applied, Check, CheckResult, Request, Store, StoreError, StoreKind};
+use super::{Applied, Check, CheckResult, Request, Store, StoreError, StoreKind, StoreUrl, TlsCa};
 use crate::clock::{Clock, Micros};
 use crate::limit::KeyHash;
 use connection::{Connection, is_noscript};
@@ -49,10 +50,32 @@ pub struct RedisStore {
 }
 
 impl RedisStore {
+    /// The store a Redis `store.url` names; over TLS, server certificates chain to `tls_ca`
+    /// when given, else to the system's roots.
+    pub async fn open(
+        url: &StoreUrl,
+        tls_ca: Option<&TlsCa>,
+        prefix: &str,
+        timeout: Duration,
+    ) -> Result<Self, redis::RedisError> {
+        let conn = match url {
+            StoreUrl::Redis(url) => Connection::single(url, tls_ca)?,
+            StoreUrl::RedisCluster(nodes) => Connection::cluster(nodes, tls_ca).await?,
+            StoreUrl::RedisSentinel(url) => Connection::sentinel(url, tls_ca).await?,
+            StoreUrl::Memory => {
+                return Err(redis::RedisError::from((
+                    ErrorKind::InvalidClientConfig,
+                    "memory:// is not a Redis store",
+                )));
+            }
+        };
+        Ok(Self::with_connection(conn, prefix, timeout))
+    }
+
     /// A store on one Redis server; connects lazily and reconnects by itself.
     pub fn connect(url: &str, prefix: &str, timeout: Duration) -> Result<Self, redis::RedisError> {
         Ok(Self::with_connection(
-            Connection::single(url)?,
+            Connection::single(url, None)?,
             prefix,
             timeout,
         ))
@@ -65,7 +88,7 @@ impl RedisStore {
         timeout: Duration,
     ) -> Result<Self, redis::RedisError> {
         Ok(Self::with_connection(
-            Connection::cluster(nodes).await?,
+            Connection::cluster(nodes, None).await?,
             prefix,
             timeout,
         ))
@@ -78,7 +101,7 @@ impl RedisStore {
         timeout: Duration,
     ) -> Result<Self, redis::RedisError> {
         Ok(Self::with_connection(
-            Connection::sentinel(url).await?,
+            Connection::sentinel(url, None).await?,
             prefix,
             timeout,
         ))

@@ -15,13 +15,15 @@
 
 use super::SentinelUrl;
 use super::connection::{CONNECT_TIMEOUT, to_store_result};
-use crate::store::StoreError;
+use crate::store::{StoreError, TlsCa};
 use arc_swap::ArcSwapOption;
 use redis::aio::MultiplexedConnection;
-use redis::sentinel::{SentinelClient, SentinelNodeConnectionInfo, SentinelServerType};
+use redis::sentinel::{
+    SentinelClient, SentinelClientBuilder, SentinelNodeConnectionInfo, SentinelServerType,
+};
 use redis::{
-    AsyncConnectionConfig, Cmd, ErrorKind, FromRedisValue, Pipeline, RedisConnectionInfo,
-    RedisError, ServerErrorKind,
+    AsyncConnectionConfig, Cmd, ErrorKind, FromRedisValue, IntoConnectionInfo, Pipeline,
+    RedisConnectionInfo, RedisError, ServerErrorKind, TlsMode,
 };
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Weak};
@@ -58,20 +60,11 @@ struct Primary {
 impl SentinelConnection {
     /// Asks the Sentinels once (a failure is not fatal: the daemon starts with the store down
     /// and keeps asking), then watches for failovers for as long as the connection lives.
-    pub async fn connect(url: &SentinelUrl) -> Result<Self, RedisError> {
-        let mut primary_login = RedisConnectionInfo::default().set_db(url.db);
-        if let Some(user) = &url.username {
-            primary_login = primary_login.set_username(user);
-        }
-        if let Some(password) = &url.password {
-            primary_login = primary_login.set_password(password);
-        }
-        let client = SentinelClient::build(
-            url.sentinel_urls(),
-            url.primary_name.clone(),
-            Some(SentinelNodeConnectionInfo::default().set_redis_connection_info(primary_login)),
-            SentinelServerType::Master,
-        )?;
+    pub async fn connect(url: &SentinelUrl, tls_ca: Option<&TlsCa>) -> Result<Self, RedisError> {
+        let client = match url.tls {
+            true => tls_client(url, tls_ca)?,
+            false => plain_client(url)?,
+        };
         let connection = SentinelConnection {
             shared: Arc::new(Shared {
                 name: url.primary_name.clone(),
@@ -235,4 +228,48 @@ async fn within<T>(
             "no answer in time",
         )))
     })
+}
+
+/// Plain TCP to the Sentinels and to the primary.
+fn plain_client(url: &SentinelUrl) -> Result<SentinelClient, RedisError> {
+    let mut primary_login = RedisConnectionInfo::default().set_db(url.db);
+    if let Some(user) = &url.username {
+        primary_login = primary_login.set_username(user);
+    }
+    if let Some(password) = &url.password {
+        primary_login = primary_login.set_password(password);
+    }
+    SentinelClient::build(
+        url.sentinel_urls(),
+        url.primary_name.clone(),
+        Some(SentinelNodeConnectionInfo::default().set_redis_connection_info(primary_login)),
+        SentinelServerType::Master,
+    )
+}
+
+/// TLS to the Sentinels and to the primary they name, both verified against `tls_ca` (else the
+/// system's roots).
+fn tls_client(url: &SentinelUrl, tls_ca: Option<&TlsCa>) -> Result<SentinelClient, RedisError> {
+    let sentinels = url
+        .sentinel_urls()
+        .into_iter()
+        .map(|u| u.into_connection_info().map(|info| info.addr().clone()))
+        .collect::<Result<Vec<_>, _>>()?;
+    let mut builder =
+        SentinelClientBuilder::new(sentinels, &url.primary_name, SentinelServerType::Master)?
+            .set_client_to_sentinel_tls_mode(TlsMode::Secure)
+            .set_client_to_redis_tls_mode(TlsMode::Secure)
+            .set_client_to_redis_db(url.db);
+    if let Some(user) = &url.username {
+        builder = builder.set_client_to_redis_username(user);
+    }
+    if let Some(password) = &url.password {
+        builder = builder.set_client_to_redis_password(password);
+    }
+    if let Some(ca) = tls_ca {
+        builder = builder
+            .set_client_to_sentinel_certificates(ca.certificates())
+            .set_client_to_redis_certificates(ca.certificates());
+    }
+    builder.build()
 }

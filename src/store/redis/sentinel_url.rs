@@ -6,6 +6,8 @@
 //! `redis+sentinel://[[user]:password@]host[:port][,host[:port]...]/primary-name[/db]`.
 //! The port defaults to Sentinel's 26379; the credentials (percent-encoded) and the database are
 //! the Redis primary's, the Sentinels themselves are reached without a password.
+//! `rediss+sentinel://` reaches both the Sentinels and the primary over TLS (`store.tls_ca`
+//! applies to both): a deployment that encrypts one encrypts the other.
 
 use std::fmt;
 
@@ -22,12 +24,18 @@ pub struct SentinelUrl {
     pub db: i64,
     pub username: Option<String>,
     pub password: Option<String>,
+    /// `rediss+sentinel://`: TLS to the Sentinels and to the primary.
+    pub tls: bool,
 }
 
 impl SentinelUrl {
-    /// Parses a URL that starts with `redis+sentinel://`; the error names what is wrong.
+    /// Parses a URL that starts with `redis+sentinel://` or `rediss+sentinel://`; the error
+    /// names what is wrong.
     pub fn parse(url: &str) -> Result<SentinelUrl, String> {
-        let rest = url.strip_prefix("redis+sentinel://").unwrap_or(url);
+        let (tls, rest) = match url.strip_prefix("rediss+sentinel://") {
+            Some(rest) => (true, rest),
+            None => (false, url.strip_prefix("redis+sentinel://").unwrap_or(url)),
+        };
         if rest.contains(['?', '#']) {
             return Err("redis+sentinel:// URLs take no query or fragment".into());
         }
@@ -75,14 +83,17 @@ impl SentinelUrl {
             db,
             username,
             password,
+            tls,
         })
     }
 
-    /// The Sentinels as `redis://host:port` URLs (what the client connects to first).
+    /// The Sentinels as `redis://host:port` (or `rediss://`) URLs (what the client connects to
+    /// first).
     pub fn sentinel_urls(&self) -> Vec<String> {
+        let scheme = if self.tls { "rediss" } else { "redis" };
         self.sentinels
             .iter()
-            .map(|(host, port)| format!("redis://{}/", join_host_port(host, *port)))
+            .map(|(host, port)| format!("{scheme}://{}/", join_host_port(host, *port)))
             .collect()
     }
 }
@@ -141,7 +152,11 @@ fn join_host_port(host: &str, port: u16) -> String {
 /// The URL back, with the password masked (for logs and errors).
 impl fmt::Display for SentinelUrl {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str("redis+sentinel://")?;
+        f.write_str(if self.tls {
+            "rediss+sentinel://"
+        } else {
+            "redis+sentinel://"
+        })?;
         match (&self.username, &self.password) {
             (Some(user), Some(_)) => write!(f, "{user}:***@")?,
             (None, Some(_)) => f.write_str(":***@")?,
@@ -193,7 +208,15 @@ mod tests {
             url.to_string(),
             "redis+sentinel://app:***@h1:26379/mymaster/0"
         );
+        let url = SentinelUrl::parse("rediss+sentinel://app:p@h1:26380/mymaster/1").unwrap();
+        assert!(url.tls);
+        assert_eq!(url.sentinel_urls(), ["rediss://h1:26380/"]);
+        assert_eq!(
+            url.to_string(),
+            "rediss+sentinel://app:***@h1:26380/mymaster/1"
+        );
         let url = SentinelUrl::parse("redis+sentinel://:secret@h1/m/").unwrap();
+        assert!(!url.tls);
         assert_eq!(
             (url.username, url.password.as_deref()),
             (None, Some("secret"))

@@ -5,10 +5,15 @@
 //! with it, and a change of one of its files reloads the policy too.
 //!
 //! A file that fails validation is refused, logged with every error and counted
-//! (`ratewarden_config_reloads_total{kind}`); the old policy or model stays.
+//! (`ratewarden_config_reloads_total{kind}`); the old policy or model stays, and
+//! `ratewarden_policy_file_refused` says so until a reload succeeds. A reload that replaces
+//! values set through the admin API, or changes store settings that wait for a restart, says
+//! which, with old and new values ([`changes`]).
+
+mod changes;
 
 use crate::control::ModelSlot;
-use crate::engine::Engine;
+use crate::engine::{Engine, Thresholds};
 use crate::limit::Limit;
 use crate::model::ModelError;
 use crate::policy::{Policy, PolicyErrors};
@@ -133,18 +138,25 @@ impl Reloader {
         match rules::load(&self.path, self.envoy_config.as_deref()) {
             Ok(rules) => {
                 self.count("success");
-                if rules.policy.store != self.engine.policy().store {
-                    tracing::warn!("store settings changed; they take effect at the next restart");
-                }
+                self.engine.metrics().policy_file_refused.set(0);
+                let old = self.engine.policy();
+                changes::log_store_changes(&old.store, &rules.policy.store);
                 if !matches!(self.engine.store(), Backend::Memory(_)) {
                     warn_inexact_limits(&rules.policy);
                 }
+                let live = self.engine.scale_factors().thresholds();
+                changes::log_discarded_admin_changes(
+                    &live,
+                    &Thresholds::from_policy(&old),
+                    &Thresholds::from_policy(&rules.policy),
+                );
                 self.engine.reload(rules);
                 tracing::info!(trigger, path = %self.path.display(), "policy reloaded");
                 Ok(())
             }
             Err(errors) => {
                 self.count("error");
+                self.engine.metrics().policy_file_refused.set(1);
                 for line in errors.lines() {
                     tracing::error!(trigger, path = %self.path.display(), "policy refused: {line}");
                 }

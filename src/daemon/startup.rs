@@ -1,0 +1,45 @@
+//! The start-up line: what this daemon runs with, in one place, so that an operator can tell
+//! from the log why limits are what they are (a busy host's load factor, a model not loaded).
+
+use super::ServeArgs;
+use crate::control::ModelSlot;
+use crate::policy::Policy;
+
+/// Where the load factor comes from, in the order that decides it.
+pub(super) fn load_source(args: &ServeArgs, policy: &Policy, sampled: &str) -> (String, f64) {
+    match (args.pin_load_factor, policy.adaptive.load.factor_override) {
+        (Some(pinned), _) => ("pinned by --pin-load-factor".to_owned(), pinned),
+        (None, Some(pinned)) => ("pinned by adaptive.load.factor_override".to_owned(), pinned),
+        (None, None) => (sampled.to_owned(), 1.0),
+    }
+}
+
+/// Logs the one start-up line: store (scheme and hosts, never credentials), `on_error`, the
+/// model and its version, the load source and factor, and whether the admin API is on.
+pub(super) fn log(policy: &Policy, model: &ModelSlot, load: (String, f64), admin_api: bool) {
+    let path = model.path();
+    let model_path = path
+        .as_deref()
+        .map_or("none".to_owned(), |p| p.display().to_string());
+    let model_version = match (model.get(), &path) {
+        (Some(model), _) => model.version().to_owned(),
+        (None, Some(_)) => "none (not loaded; see the error above)".to_owned(),
+        (None, None) => "none".to_owned(),
+    };
+    let (load_source, load_factor) = load;
+    let load = &policy.adaptive.load;
+    tracing::info!(
+        store = %policy.store.url.location(),
+        on_error = %policy.store.on_error.label(),
+        model = %model_path,
+        model_version = %model_version,
+        load_source = %load_source,
+        load_factor = %load_factor,
+        load_high = load.high,
+        load_high_factor = load.high_factor,
+        load_low = load.low,
+        load_low_factor = load.low_factor,
+        admin_api = %if admin_api { "on" } else { "off" },
+        "starting"
+    );
+}

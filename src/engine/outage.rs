@@ -1,0 +1,144 @@
+//! A store outage told once: a warning when the store first fails, and a line when it answers
+//! again, with how long it was gone and how decisions were answered meanwhile.
+//!
+//! The request path and the control loop report to the one tracker the engine holds, so an
+//! outage is one story however many calls fail (a warning per failed call was two a second from
+//! the control loop alone, and nothing at all from the request path).
+
+use crate::clock::Micros;
+use crate::store::OnError;
+use parking_lot::Mutex;
+use std::fmt::Display;
+use std::sync::atomic::{AtomicBool, Ordering};
+
+/// How a decision was answered without the store.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Answered {
+    /// `on_error: allow`: admitted with no limit.
+    Allowed,
+    /// `on_error: deny` (or a full embedded store): denied with 503.
+    Denied,
+    /// `on_error: local`: decided by the per-instance limiter.
+    Local,
+}
+
+/// The outage in progress, if any.
+#[derive(Debug, Default)]
+pub struct StoreOutage {
+    /// Read on every call the store answers: the lock is taken only during an outage.
+    down: AtomicBool,
+    open: Mutex<Option<Outage>>,
+}
+
+#[derive(Debug)]
+struct Outage {
+    began: Micros,
+    allowed: u64,
+    denied: u64,
+    local: u64,
+}
+
+impl StoreOutage {
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Whether an outage is in progress.
+    pub fn is_down(&self) -> bool {
+        self.down.load(Ordering::Relaxed)
+    }
+
+    /// A store call failed (`during` says which, `answered` how its decision was answered,
+    /// `None` for the control loop's calls); the first failure of an outage is logged.
+    pub fn failed(
+        &self,
+        now: Micros,
+        during: &str,
+        error: &dyn Display,
+        on_error: OnError,
+        answered: Option<Answered>,
+    ) {
+        let mut open = self.open.lock();
+        let outage = open.get_or_insert_with(|| {
+            tracing::warn!(
+                on_error = %on_error.label(),
+                "store outage began: {during} failed ({error}); decisions follow store.on_error \
+                 ({}) until the store answers again",
+                on_error.label()
+            );
+            Outage {
+                began: now,
+                allowed: 0,
+                denied: 0,
+                local: 0,
+            }
+        });
+        match answered {
+            Some(Answered::Allowed) => outage.allowed += 1,
+            Some(Answered::Denied) => outage.denied += 1,
+            Some(Answered::Local) => outage.local += 1,
+            None => {}
+        }
+        self.down.store(true, Ordering::Relaxed);
+    }
+
+    /// A store call succeeded: ends the outage in progress, if any, with its story.
+    pub fn answered(&self, now: impl FnOnce() -> Micros) {
+        if !self.is_down() {
+            return;
+        }
+        let Some(outage) = self.open.lock().take() else {
+            return;
+        };
+        self.down.store(false, Ordering::Relaxed);
+        let lasted = now().saturating_sub(outage.began) as f64 / 1e6;
+        tracing::info!(
+            lasted_s = lasted,
+            allowed = outage.allowed,
+            denied = outage.denied,
+            local = outage.local,
+            "store outage ended after {lasted:.1} s; meanwhile {} decisions were allowed without \
+             the store, {} denied and {} decided by the local limiter",
+            outage.allowed,
+            outage.denied,
+            outage.local
+        );
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{Answered, StoreOutage};
+    use crate::store::OnError;
+
+    #[test]
+    fn an_outage_counts_its_answers_and_ends_once() {
+        let outage = StoreOutage::new();
+        outage.answered(|| unreachable!("no outage: the clock is not read"));
+        outage.failed(
+            10,
+            "a decision",
+            &"down",
+            OnError::Allow,
+            Some(Answered::Allowed),
+        );
+        outage.failed(20, "the control loop", &"down", OnError::Allow, None);
+        outage.failed(
+            30,
+            "a decision",
+            &"down",
+            OnError::Allow,
+            Some(Answered::Allowed),
+        );
+        assert!(outage.is_down());
+        let open = outage.open.lock();
+        let counted = open
+            .as_ref()
+            .map(|o| (o.began, o.allowed, o.denied, o.local));
+        assert_eq!(counted, Some((10, 2, 0, 0)));
+        drop(open);
+        outage.answered(|| 2_000_010);
+        assert!(!outage.is_down());
+        assert!(outage.open.lock().is_none());
+    }
+}

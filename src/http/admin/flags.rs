@@ -1,0 +1,267 @@
+//! The security workflow: `GET /v1/admin/flagged` (who is flagged, since when, until when at
+//! least, and what stands out), `DELETE /v1/admin/subjects/{user}/flag` (clear a flag) and
+//! `PUT`/`DELETE /v1/admin/subjects/{user}/allowlist` (never flag a subject for a stated time).
+//!
+//! The engine owns the flags and logs each action on the `audit` target; this adapter checks
+//! the request and writes the JSON. A subject is named by its user id, as in the subject view,
+//! or with `?hashed=true` by the keyed hash the list shows (the daemon knows no other name).
+
+use super::{Admin, check_user};
+use crate::clock::Micros;
+use crate::engine::FlaggedSubject;
+use crate::http::AppState;
+use crate::http::body::JsonBody;
+use crate::http::problem::Problem;
+use crate::limit::KeyHash;
+use axum::Json;
+use axum::extract::rejection::QueryRejection;
+use axum::extract::{Path, Query, State};
+use serde::{Deserialize, Serialize};
+use std::time::Duration;
+use utoipa::{IntoParams, ToSchema};
+
+/// The longest allowlisting: 30 days.
+const MAX_TTL_SECONDS: u64 = 30 * 86_400;
+/// Features listed per flagged subject.
+const TOP_FEATURES: usize = 3;
+
+#[derive(Debug, Deserialize, IntoParams)]
+#[serde(deny_unknown_fields)]
+#[into_params(parameter_in = Query)]
+pub struct SubjectName {
+    /// `true`: the path names the subject by its keyed hash (32 hex digits, as listed).
+    pub hashed: Option<bool>,
+}
+
+/// A time as RFC 3339 UTC with milliseconds.
+pub(super) fn rfc3339(at: Micros) -> Option<String> {
+    let at = chrono::DateTime::from_timestamp_micros(i64::try_from(at).ok()?)?;
+    Some(at.to_rfc3339_opts(chrono::SecondsFormat::Millis, true))
+}
+
+/// The subject a path names.
+fn subject(
+    state: &AppState,
+    user: &str,
+    query: Result<Query<SubjectName>, QueryRejection>,
+) -> Result<KeyHash, Problem> {
+    let Query(query) = query.map_err(|e| Problem::bad_request(e.body_text()))?;
+    if query.hashed != Some(true) {
+        check_user(user)?;
+        return Ok(state.engine.subject_of(user));
+    }
+    let digits = user.len() == 32 && user.bytes().all(|b| b.is_ascii_hexdigit());
+    match u128::from_str_radix(user, 16) {
+        Ok(hash) if digits => Ok(KeyHash(hash)),
+        _ => Err(Problem::bad_request(format!(
+            "with hashed=true the path must be a subject hash of 32 hex digits, not {user:?}"
+        ))),
+    }
+}
+
+/// One feature that stands out.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct TopFeature {
+    #[schema(example = "denied_ratio")]
+    pub name: &'static str,
+    /// Its contribution to the score's logit (see the subject view's `explanation`).
+    #[schema(example = 4.2)]
+    pub contribution: f64,
+}
+
+/// A subject flagged now.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct FlaggedView {
+    /// The keyed hash (32 hex digits); act on it with `?hashed=true`.
+    pub subject: String,
+    pub abuse_score: f64,
+    /// When the flag began (RFC 3339); null until the control loop has said.
+    pub since: Option<String>,
+    /// The end of the flag's hold (RFC 3339); after it the flag ends at the first score below
+    /// the threshold. Null when no hold is running.
+    pub hold_until: Option<String>,
+    /// Requests in the anomaly window at the last cycle.
+    pub requests: Option<u64>,
+    /// The features furthest above the model's training mean (empty without a model).
+    pub top_features: Vec<TopFeature>,
+}
+
+/// The subjects flagged now.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct FlaggedList {
+    pub threshold: f64,
+    /// The model in force; null without one.
+    pub model_version: Option<String>,
+    /// Highest score first; allowlisted and cleared subjects are left out.
+    pub subjects: Vec<FlaggedView>,
+}
+
+/// Every subject flagged now, highest score first, with since when, the end of its hold and
+/// the features that stand out.
+#[utoipa::path(
+    get, path = "/v1/admin/flagged", tag = "admin",
+    security(("bearer" = [])),
+    responses(
+        (status = 200, description = "The subjects flagged now", body = FlaggedList),
+        (status = 401, description = "Missing or wrong token", body = Problem, content_type = "application/problem+json"),
+        (status = 404, description = "The admin API is disabled", body = Problem, content_type = "application/problem+json"),
+    )
+)]
+pub async fn flagged(_: Admin, State(state): State<AppState>) -> Json<FlaggedList> {
+    let model = state.reloader.as_ref().map(|r| r.model().clone());
+    let view = |f: FlaggedSubject| FlaggedView {
+        subject: f.subject.to_string(),
+        abuse_score: f.abuse_score,
+        since: f.since.and_then(rfc3339),
+        hold_until: (f.held_until > 0).then(|| rfc3339(f.held_until)).flatten(),
+        requests: f.observed.map(|o| o.requests),
+        top_features: match (&model, f.observed) {
+            (Some(model), Some(observed)) => model
+                .top_features(&observed, TOP_FEATURES)
+                .into_iter()
+                .map(|(name, contribution)| TopFeature { name, contribution })
+                .collect(),
+            _ => Vec::new(),
+        },
+    };
+    Json(FlaggedList {
+        threshold: state.engine.scale_factors().thresholds().anomaly_threshold,
+        model_version: model
+            .as_ref()
+            .and_then(|m| m.get())
+            .map(|m| m.version().to_owned()),
+        subjects: state
+            .engine
+            .flagged_subjects()
+            .into_iter()
+            .map(view)
+            .collect(),
+    })
+}
+
+/// What a clear did.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct Cleared {
+    pub subject: String,
+    /// Whether the subject was flagged (and is no longer).
+    pub cleared: bool,
+}
+
+/// Clears a subject's flag and its hold now; the next control cycle judges it afresh, so a
+/// score still at or over the threshold flags it again (allowlist it to prevent that).
+#[utoipa::path(
+    delete, path = "/v1/admin/subjects/{user}/flag", tag = "admin",
+    security(("bearer" = [])),
+    params(("user" = String, Path, description = "The user id, or its hash with hashed=true"), SubjectName),
+    responses(
+        (status = 200, description = "Cleared (or was not flagged)", body = Cleared),
+        (status = 400, description = "An invalid user or hash", body = Problem, content_type = "application/problem+json"),
+        (status = 401, description = "Missing or wrong token", body = Problem, content_type = "application/problem+json"),
+        (status = 404, description = "The admin API is disabled", body = Problem, content_type = "application/problem+json"),
+    )
+)]
+pub async fn clear_flag(
+    _: Admin,
+    State(state): State<AppState>,
+    Path(user): Path<String>,
+    query: Result<Query<SubjectName>, QueryRejection>,
+) -> Result<Json<Cleared>, Problem> {
+    let subject = subject(&state, &user, query)?;
+    let cleared = state.engine.clear_flag(subject);
+    Ok(Json(Cleared {
+        subject: subject.to_string(),
+        cleared,
+    }))
+}
+
+/// How long to allowlist a subject.
+#[derive(Debug, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct AllowlistBody {
+    /// Seconds, 1 to 2592000 (30 days).
+    #[schema(example = 3600)]
+    pub ttl_seconds: Option<u64>,
+}
+
+/// A subject's allowlisting.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct Allowlisted {
+    pub subject: String,
+    /// The end of the allowlisting (RFC 3339); null when it was removed.
+    pub until: Option<String>,
+    /// For a removal: whether the subject was allowlisted.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub removed: Option<bool>,
+}
+
+/// Allowlists a subject for `ttl_seconds`: never flagged (so never scaled for anomaly) until
+/// then, its flag cleared now.
+#[utoipa::path(
+    put, path = "/v1/admin/subjects/{user}/allowlist", tag = "admin",
+    security(("bearer" = [])),
+    params(("user" = String, Path, description = "The user id, or its hash with hashed=true"), SubjectName),
+    request_body = AllowlistBody,
+    responses(
+        (status = 200, description = "Allowlisted", body = Allowlisted),
+        (status = 400, description = "A missing or out of range ttl_seconds, an invalid user or hash", body = Problem, content_type = "application/problem+json"),
+        (status = 401, description = "Missing or wrong token", body = Problem, content_type = "application/problem+json"),
+        (status = 404, description = "The admin API is disabled", body = Problem, content_type = "application/problem+json"),
+        (status = 413, description = "Body over 64 KiB", body = Problem, content_type = "application/problem+json"),
+        (status = 415, description = "Not JSON", body = Problem, content_type = "application/problem+json"),
+    )
+)]
+pub async fn put_allowlist(
+    _: Admin,
+    State(state): State<AppState>,
+    Path(user): Path<String>,
+    query: Result<Query<SubjectName>, QueryRejection>,
+    JsonBody(body): JsonBody<AllowlistBody>,
+) -> Result<Json<Allowlisted>, Problem> {
+    let subject = subject(&state, &user, query)?;
+    let ttl = match body.ttl_seconds {
+        Some(ttl) if (1..=MAX_TTL_SECONDS).contains(&ttl) => Duration::from_secs(ttl),
+        Some(ttl) => {
+            return Err(Problem::bad_request(format!(
+                "field `ttl_seconds` must be 1 to {MAX_TTL_SECONDS} (30 days), not {ttl}"
+            )));
+        }
+        None => {
+            return Err(Problem::bad_request(
+                "field `ttl_seconds` is required: how long the subject is allowlisted",
+            ));
+        }
+    };
+    let until = state.engine.allowlist(subject, ttl);
+    Ok(Json(Allowlisted {
+        subject: subject.to_string(),
+        until: rfc3339(until),
+        removed: None,
+    }))
+}
+
+/// Ends a subject's allowlisting now.
+#[utoipa::path(
+    delete, path = "/v1/admin/subjects/{user}/allowlist", tag = "admin",
+    security(("bearer" = [])),
+    params(("user" = String, Path, description = "The user id, or its hash with hashed=true"), SubjectName),
+    responses(
+        (status = 200, description = "Removed (or was not allowlisted)", body = Allowlisted),
+        (status = 400, description = "An invalid user or hash", body = Problem, content_type = "application/problem+json"),
+        (status = 401, description = "Missing or wrong token", body = Problem, content_type = "application/problem+json"),
+        (status = 404, description = "The admin API is disabled", body = Problem, content_type = "application/problem+json"),
+    )
+)]
+pub async fn delete_allowlist(
+    _: Admin,
+    State(state): State<AppState>,
+    Path(user): Path<String>,
+    query: Result<Query<SubjectName>, QueryRejection>,
+) -> Result<Json<Allowlisted>, Problem> {
+    let subject = subject(&state, &user, query)?;
+    let removed = state.engine.remove_from_allowlist(subject);
+    Ok(Json(Allowlisted {
+        subject: subject.to_string(),
+        until: None,
+        removed: Some(removed),
+    }))
+}
