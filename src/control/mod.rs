@@ -242,7 +242,7 @@ impl ControlLoop {
         metrics.flagged_subjects.set(report.flagged as i64);
         metrics.novel_subjects.set(verdict.novel.len() as i64);
         for flag in &verdict.begun {
-            flag.announce(&metrics);
+            flag.announce(metrics);
         }
         let scale = self.engine.scale_factors();
         scale.publish_standings(verdict.standings);
