@@ -123,8 +123,11 @@ fn a_fast_regular_many_path_client_is_normal_within_an_enterprise_quota_and_flag
     assert_eq!(enterprise["flagged"], false, "{enterprise}");
     assert!(enterprise["abuse_score"].as_f64().unwrap() < 0.8);
     assert!(enterprise["features"]["limit_usage"].as_f64().unwrap() < 0.5);
+    // Once flagged, its limits shrink: the denials the anomaly factor causes are not counted in
+    // its features (a flag does not feed itself), so its score falls back while the hold keeps
+    // the flag.
     assert_eq!(free["flagged"], true, "{free}");
-    assert!(free["features"]["denied_ratio"].as_f64().unwrap() > 0.5);
+    assert_eq!(free["scale"], 0.1, "{free}");
 }
 
 #[test]

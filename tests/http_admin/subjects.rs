@@ -30,6 +30,7 @@ async fn subject_view_shows_base_effective_and_exact_usage_without_the_raw_id() 
         "hold_until": null,
         "allowlisted_until": null,
         "model_version": null,
+        "explanation": null,
         "limits": [
             {"scope": "tier", "name": "hourly", "algorithm": "sliding_log", "base": 100,
              "effective": 100, "used": 3, "remaining": 97, "window_ms": 3_600_000,
