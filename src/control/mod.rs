@@ -135,9 +135,7 @@ impl ControlLoop {
         };
         let verdict = match fleet {
             None => Some(on_blocking_thread(|| {
-                for (subject, activity) in &pending {
-                    self.window.add(*subject, now, activity);
-                }
+                self.window.add_all(now, &pending);
                 self.window.expire(now);
                 let totals: Vec<(KeyHash, SubjectFeatures)> = self
                     .window

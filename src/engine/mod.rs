@@ -70,7 +70,8 @@ pub struct Engine<S = Backend> {
     outage: Arc<StoreOutage>,
 }
 
-/// Subjects whose features are tracked at once (about 200 bytes each); see [`Recorder`].
+/// Subjects whose features are tracked at once (about 280 bytes each, window included); see
+/// [`Recorder`].
 pub const TRACKED_SUBJECTS: usize = 1_000_000;
 
 /// Exports at 0 every series whose labels the policy and the store fix: the store's errors by

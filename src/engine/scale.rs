@@ -92,8 +92,9 @@ pub struct ScaleFactors {
     load_factor: AtomicU64,
     thresholds: ArcSwap<Thresholds>,
     standings: ArcSwap<HashMap<KeyHash, SubjectStanding>>,
-    /// Features of the subjects active in the anomaly window (the admin view shows them).
-    observed: ArcSwap<HashMap<KeyHash, SubjectFeatures>>,
+    /// Features of the subjects active in the anomaly window (the admin view shows them),
+    /// sorted by subject: a slice costs no empty slots, and it is read only per admin call.
+    observed: ArcSwap<Box<[(KeyHash, SubjectFeatures)]>>,
     /// Flags the admin API cleared and subjects it allowlisted; when flags began.
     exemptions: Exemptions,
 }
@@ -172,10 +173,14 @@ impl ScaleFactors {
     }
 
     pub fn observed(&self, subject: KeyHash) -> Option<SubjectFeatures> {
-        self.observed.load().get(&subject).copied()
+        let observed = self.observed.load();
+        let at = observed.binary_search_by_key(&subject, |(s, _)| *s).ok()?;
+        Some(observed[at].1)
     }
 
     pub fn publish_observed(&self, observed: HashMap<KeyHash, SubjectFeatures>) {
-        self.observed.store(Arc::new(observed));
+        let mut sorted: Box<[(KeyHash, SubjectFeatures)]> = observed.into_iter().collect();
+        sorted.sort_unstable_by_key(|(s, _)| *s);
+        self.observed.store(Arc::new(sorted));
     }
 }

@@ -8,6 +8,7 @@
 
 mod activity;
 mod recorder;
+mod sketch;
 pub mod window;
 
 pub use activity::{Counters, Sketch, SubjectActivity, features_of};

@@ -185,9 +185,8 @@ impl<'a> Sampler<'a> {
     /// goes, and every `cycles_per_sample`-th cycle is sampled.
     fn cycle(&mut self, at: Micros) {
         let window_len = micros(self.options.window);
-        for (subject, pending) in self.recorder.drain(at.saturating_sub(window_len)) {
-            self.window.add(subject, at, &pending);
-        }
+        let pending = self.recorder.drain(at.saturating_sub(window_len));
+        self.window.add_all(at, &pending);
         self.window.expire(at);
         self.cycles += 1;
         if self.cycles % self.cycles_per_sample == 0 {
