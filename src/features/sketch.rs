@@ -36,7 +36,7 @@ impl DistinctSketch {
                 _ => {}
             }
         }
-        self.to_registers();
+        self.switch_to_registers();
         self.raise(fp);
     }
 
@@ -48,7 +48,7 @@ impl DistinctSketch {
             }
             return;
         }
-        self.to_registers();
+        self.switch_to_registers();
         for r in 0..REGISTERS {
             let rank = other.register(r);
             if rank > self.register(r) {
@@ -91,7 +91,7 @@ impl DistinctSketch {
         self.data[slot * 4..slot * 4 + 4].copy_from_slice(&fp.to_le_bytes());
     }
 
-    fn to_registers(&mut self) {
+    fn switch_to_registers(&mut self) {
         if self.registers {
             return;
         }
