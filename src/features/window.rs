@@ -1,6 +1,6 @@
 //! SubjectActivity over the anomaly window, kept in process: a few time buckets per subject, so old
-//! traffic leaves the window a bucket at a time. (With a shared Redis the same buckets live in
-//! the store instead; see `store::redis`.)
+//! traffic leaves the window a bucket at a time. (With a shared Redis the fleet's leader keeps
+//! one for the whole fleet, from what every daemon flushed; see `control::fleet`.)
 
 use super::{NewActivity, SubjectActivity};
 use crate::clock::Micros;
@@ -35,20 +35,33 @@ impl ActivityWindow {
 
     /// Adds one interval's pending activity of a subject at `now`.
     pub fn add(&mut self, subject: KeyHash, now: Micros, pending: &NewActivity) {
-        let index = now / self.bucket_len;
+        self.add_to_bucket(subject, now / self.bucket_len, pending);
+    }
+
+    /// Adds one interval's pending activity of a subject to bucket `index` (`now / bucket
+    /// length`): the fleet's leader adds what every daemon flushed, in any order.
+    pub fn add_to_bucket(&mut self, subject: KeyHash, index: u64, pending: &NewActivity) {
         let buckets = self.subjects.entry(subject).or_default();
-        if buckets.last().is_none_or(|(i, _)| *i != index) {
-            buckets.push((index, SubjectActivity::default()));
-        }
-        if let Some((_, bucket)) = buckets.last_mut() {
-            bucket.counters.add(&pending.counters);
-            for &e in &pending.endpoints {
-                bucket.endpoints.insert_hash(e);
+        let at = match buckets.iter().rposition(|(i, _)| *i <= index) {
+            Some(at) if buckets[at].0 == index => at,
+            found => {
+                let at = found.map_or(0, |at| at + 1);
+                buckets.insert(at, (index, SubjectActivity::default()));
+                at
             }
-            for &ip in &pending.ips {
-                bucket.ips.insert_hash(ip);
-            }
+        };
+        let bucket = &mut buckets[at].1;
+        bucket.counters.add(&pending.counters);
+        for &e in &pending.endpoints {
+            bucket.endpoints.insert_hash(e);
         }
+        for &ip in &pending.ips {
+            bucket.ips.insert_hash(ip);
+        }
+    }
+
+    pub fn bucket_len(&self) -> Micros {
+        self.bucket_len
     }
 
     /// Drops buckets that left the window and subjects left with none.
