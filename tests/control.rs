@@ -15,5 +15,8 @@ mod cycle;
 #[path = "control/shared.rs"]
 mod shared;
 
+#[path = "control/fleet_cost.rs"]
+mod fleet_cost;
+
 #[path = "control/simulated.rs"]
 mod simulated;

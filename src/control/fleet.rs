@@ -1,15 +1,17 @@
 //! The control loop's fleet mode, over state the daemons share ([`FleetState`]): every daemon
-//! adds its activity to it; the holder of a lease sums each subject's window, scores, judges
-//! and publishes the standings (with the features behind them); the others adopt what it
-//! published.
+//! appends its interval's activity to it as one value; the holder of a lease merges what every
+//! daemon appended into its own copy of the window ([`FleetWindow`]), scores, judges and
+//! publishes the standings (with the features behind them) as one value; the others adopt it.
+//! So a cycle is a few store calls whatever the number of subjects, and idle subjects cost none.
 
 use super::flags::{Flag, FlagTracker};
-use super::fleet_state::FleetState;
-use super::{CycleOutcome, observe_totals};
+use super::fleet_codec::{decode_standings, encode_activity, encode_standings};
+use super::fleet_state::{Bucket, FleetState};
+use super::fleet_window::FleetWindow;
+use super::{CycleOutcome, on_blocking_thread};
 use crate::clock::{Micros, micros};
 use crate::engine::{StoreOutage, SubjectStanding};
-use crate::features::window::{bucket_len, oldest_bucket};
-use crate::features::{Features, NewActivity, SubjectFeatures};
+use crate::features::{NewActivity, SubjectFeatures};
 use crate::limit::KeyHash;
 use crate::policy::Policy;
 use crate::store::StoreError;
@@ -28,6 +30,8 @@ pub struct FleetControl {
     generation: u64,
     /// The engine's outage tracker: a failed cycle is part of the outage the request path sees.
     outage: Arc<StoreOutage>,
+    /// The fleet's window as this daemon last read it; `None` unless it leads.
+    window: Option<FleetWindow>,
 }
 
 impl FleetControl {
@@ -38,6 +42,7 @@ impl FleetControl {
             id: format!("{:016x}", rand_id()),
             leader: false,
             generation: 0,
+            window: None,
         }
     }
 
@@ -49,6 +54,7 @@ impl FleetControl {
     /// the lease expires by itself, and a later cycle takes the standings over again.
     pub fn step_down(&mut self) {
         self.leader = false;
+        self.window = None;
     }
 
     /// One cycle's shared part; `None` when the store failed (the last standings stay). A
@@ -87,14 +93,13 @@ impl FleetControl {
     ) -> Option<CycleOutcome> {
         let anomaly = &policy.adaptive.anomaly;
         let interval = policy.adaptive.interval;
-        let len = bucket_len(anomaly.window);
+        let len = FleetWindow::bucket_len(anomaly.window);
         let keep = anomaly.window + Duration::from_micros(len * 2);
-        if let Err(error) = self.fleet.flush_activity(now, len, keep, pending).await {
+        if let Err(error) = self.flush(now, len, keep, pending).await {
             failure.get_or_insert(("the control loop's activity upload", error));
         }
         let lease = (interval * 3).max(Duration::from_secs(1));
         let hold = micros(anomaly.hold);
-        let was_leader = self.leader;
         self.leader = match self.fleet.try_lead(&self.id, lease).await {
             Ok(held) => held,
             Err(error) => {
@@ -103,48 +108,91 @@ impl FleetControl {
             }
         };
         if !self.leader {
+            self.window = None;
             return self
                 .adopt(judge, hold, failure)
                 .await
                 .map(|(verdict, _)| verdict);
         }
-        if !was_leader {
-            // Take over the flags (and their hold) of the previous leader.
+        if self.window.is_none() {
+            // Take over the flags (and their hold) of the previous leader, then read the whole
+            // window once.
             let _ = self.adopt(judge, hold, failure).await;
             tracing::info!("control loop: this daemon now scores for the fleet");
         }
-        let since = now.saturating_sub(micros(anomaly.window) + len);
-        let subjects = match self.fleet.active_subjects(since).await {
-            Ok(subjects) => subjects,
-            Err(error) => {
-                failure.get_or_insert(("the control loop's subject list", error));
-                return None;
-            }
-        };
-        let totals = match self
-            .fleet
-            .window_totals(&subjects, oldest_bucket(now, len), now / len)
-            .await
+        if self
+            .window
+            .as_ref()
+            .is_some_and(|w| w.length() != anomaly.window)
         {
-            Ok(totals) => totals,
+            // A reload changed the window: start afresh on lists of the new bucket length.
+            self.window = None;
+        }
+        let window = self
+            .window
+            .get_or_insert_with(|| FleetWindow::new(anomaly.window));
+        let asked = window.buckets_to_read(now);
+        let tails = match self.fleet.activity_since(&asked).await {
+            Ok(tails) => tails,
             Err(error) => {
                 failure.get_or_insert(("the control loop's activity read", error));
                 return None;
             }
         };
-        let observed: Vec<(KeyHash, SubjectFeatures)> = subjects
-            .into_iter()
-            .zip(totals)
-            .filter(|(_, t)| t.counts.requests > 0)
-            .map(|(subject, t)| (subject, observe_totals(&t)))
-            .collect();
+        let observed = on_blocking_thread(|| {
+            let refused = window.merge(&asked, tails);
+            if refused > 0 {
+                tracing::warn!("control loop: {refused} activity values not understood");
+            }
+            window.observed(now)
+        });
         let verdict = decide(judge, observed);
-        let ttl = lease + anomaly.hold;
+        self.publish(&verdict, judge, lease + anomaly.hold, now, failure)
+            .await;
+        Some(verdict)
+    }
+
+    /// Appends this interval's activity (only subjects with any) as one value; nothing when
+    /// there is none.
+    async fn flush(
+        &self,
+        now: Micros,
+        len: Micros,
+        keep: Duration,
+        pending: &[(KeyHash, NewActivity)],
+    ) -> Result<(), StoreError> {
+        if pending.is_empty() {
+            return Ok(());
+        }
+        let value = encode_activity(pending).map_err(|e| StoreError::Unavailable(e.to_string()))?;
+        let bucket = Bucket {
+            len,
+            index: now / len,
+        };
+        self.fleet.append_activity(bucket, &value, keep).await
+    }
+
+    /// Publishes the verdict as the next generation of standings, kept for `ttl`.
+    async fn publish(
+        &mut self,
+        verdict: &CycleOutcome,
+        judge: &FlagTracker,
+        ttl: Duration,
+        now: Micros,
+        failure: &mut Failure,
+    ) {
         self.generation = (self.generation + 1).max(now);
-        let entries = encode(&verdict, judge);
+        let value = match encode_standings(verdict, judge) {
+            Ok(value) => value,
+            Err(error) => {
+                let error = StoreError::Unavailable(error.to_string());
+                failure.get_or_insert(("the control loop's standings upload", error));
+                return;
+            }
+        };
         match self
             .fleet
-            .publish_standings(&self.id, self.generation, &entries, ttl, lease)
+            .publish_standings(&self.id, self.generation, &value, ttl)
             .await
         {
             Ok(true) => {}
@@ -153,12 +201,12 @@ impl FleetControl {
                     "control loop: lost the lease while scoring; standings not published"
                 );
                 self.leader = false;
+                self.window = None;
             }
             Err(error) => {
                 failure.get_or_insert(("the control loop's standings upload", error));
             }
         }
-        Some(verdict)
     }
 
     /// Reads the leader's latest standings into a verdict, and its flags into `judge`.
@@ -168,11 +216,18 @@ impl FleetControl {
         hold: Micros,
         failure: &mut Failure,
     ) -> Option<(CycleOutcome, u64)> {
-        let (generation, entries) = match self.fleet.read_standings().await {
+        let (generation, value) = match self.fleet.read_standings().await {
             Ok(Some(found)) => found,
             Ok(None) => return None,
             Err(error) => {
                 failure.get_or_insert(("the control loop's standings read", error));
+                return None;
+            }
+        };
+        let entries = match decode_standings(&value) {
+            Ok(entries) => entries,
+            Err(error) => {
+                tracing::warn!(%error, "control loop: standings not adopted");
                 return None;
             }
         };
@@ -184,10 +239,7 @@ impl FleetControl {
             begun: Vec::new(),
         };
         let mut flags = Vec::new();
-        for (subject, entry) in entries {
-            let Some(parsed) = decode(&entry) else {
-                continue;
-            };
+        for (subject, parsed) in entries {
             verdict.observed.insert(subject, parsed.observed);
             if let Some(score) = parsed.score {
                 verdict.standings.insert(
@@ -207,62 +259,6 @@ impl FleetControl {
         self.generation = self.generation.max(generation + 1);
         Some((verdict, generation))
     }
-}
-
-struct Entry {
-    score: Option<f64>,
-    flagged_since: Option<Micros>,
-    novel: bool,
-    observed: SubjectFeatures,
-}
-
-/// `score,flagged_since,novel,requests,feature...` (`-` for no score, 0 for not flagged,
-/// `novel` 1 for a novel subject whose score alone flags nothing).
-fn encode(verdict: &CycleOutcome, judge: &FlagTracker) -> Vec<(KeyHash, String)> {
-    let mut entries = Vec::with_capacity(verdict.observed.len() + verdict.standings.len());
-    let mut write = |subject: KeyHash, observed: SubjectFeatures| {
-        let standing = verdict.standings.get(&subject);
-        let score = standing.map_or_else(|| "-".to_owned(), |s| s.abuse_score.to_string());
-        let since = match (standing, judge.flag(subject)) {
-            (Some(s), Some(flag)) if s.held_until > 0 => flag.since,
-            _ => 0,
-        };
-        let novel = u8::from(standing.is_some_and(|s| s.novel));
-        let mut text = format!("{score},{since},{novel},{}", observed.requests);
-        for value in observed.features.to_array() {
-            text.push(',');
-            text.push_str(&value.to_string());
-        }
-        entries.push((subject, text));
-    };
-    for (subject, observed) in &verdict.observed {
-        write(*subject, *observed);
-    }
-    for subject in verdict.standings.keys() {
-        if !verdict.observed.contains_key(subject) {
-            write(*subject, SubjectFeatures::default());
-        }
-    }
-    entries
-}
-
-fn decode(entry: &str) -> Option<Entry> {
-    let mut parts = entry.split(',');
-    let score = match parts.next()? {
-        "-" => None,
-        s => Some(s.parse::<f64>().ok()?),
-    };
-    let since: Micros = parts.next()?.parse().ok()?;
-    let novel = parts.next()? == "1";
-    let requests: u64 = parts.next()?.parse().ok()?;
-    let values: Vec<f64> = parts.map(|p| p.parse().ok()).collect::<Option<_>>()?;
-    let features = Features::from_slice(&values)?;
-    Some(Entry {
-        score,
-        flagged_since: (since > 0).then_some(since),
-        novel,
-        observed: SubjectFeatures { features, requests },
-    })
 }
 
 fn rand_id() -> u64 {

@@ -1,14 +1,8 @@
-//! The fleet's state in a shared Redis: [`FleetState`] over the store's activity, lease and
-//! standings commands.
-//!
-//! The store speaks plain counts and hashes; the features count with the store's own counts
-//! type, so nothing converts between them.
+//! The fleet's state in a shared Redis: [`FleetState`] over the store's activity lists, lease
+//! and standings commands.
 
-use super::fleet_state::{FleetFuture, FleetState, Published};
-use crate::clock::Micros;
-use crate::features::NewActivity;
-use crate::limit::KeyHash;
-use crate::store::{ActivityDelta, Backend, RedisStore, SharedTotals};
+use super::fleet_state::{Bucket, FleetFuture, FleetState, ListTail, Published};
+use crate::store::{Backend, RedisStore};
 use std::time::Duration;
 
 /// The fleet state of a store that daemons share (Redis), `None` for the embedded one.
@@ -19,33 +13,29 @@ pub fn fleet_for(backend: &Backend) -> Option<Box<dyn FleetState>> {
 }
 
 impl FleetState for RedisStore {
-    fn flush_activity<'a>(
+    fn append_activity<'a>(
         &'a self,
-        now: Micros,
-        bucket_len: Micros,
+        bucket: Bucket,
+        value: &'a [u8],
         ttl: Duration,
-        items: &'a [(KeyHash, NewActivity)],
     ) -> FleetFuture<'a, ()> {
+        Box::pin(RedisStore::append_activity(
+            self,
+            bucket.len,
+            bucket.index,
+            value,
+            ttl,
+        ))
+    }
+
+    fn activity_since<'a>(&'a self, from: &'a [(Bucket, usize)]) -> FleetFuture<'a, Vec<ListTail>> {
         Box::pin(async move {
-            let deltas: Vec<(KeyHash, ActivityDelta<'_>)> = items
+            let from: Vec<_> = from
                 .iter()
-                .map(|(subject, pending)| (*subject, delta(pending)))
+                .map(|(bucket, start)| (bucket.len, bucket.index, *start))
                 .collect();
-            RedisStore::flush_activity(self, now, bucket_len, ttl, &deltas).await
+            RedisStore::activity_since(self, &from).await
         })
-    }
-
-    fn active_subjects(&self, since: Micros) -> FleetFuture<'_, Vec<KeyHash>> {
-        Box::pin(RedisStore::active_subjects(self, since))
-    }
-
-    fn window_totals<'a>(
-        &'a self,
-        subjects: &'a [KeyHash],
-        first_bucket: u64,
-        last_bucket: u64,
-    ) -> FleetFuture<'a, Vec<SharedTotals>> {
-        Box::pin(self.activity_totals(subjects, first_bucket, last_bucket))
     }
 
     fn try_lead<'a>(&'a self, id: &'a str, ttl: Duration) -> FleetFuture<'a, bool> {
@@ -56,24 +46,15 @@ impl FleetState for RedisStore {
         &'a self,
         id: &'a str,
         generation: u64,
-        entries: &'a [(KeyHash, String)],
+        value: &'a [u8],
         ttl: Duration,
-        lease: Duration,
     ) -> FleetFuture<'a, bool> {
         Box::pin(RedisStore::publish_standings(
-            self, id, generation, entries, ttl, lease,
+            self, id, generation, value, ttl,
         ))
     }
 
     fn read_standings(&self) -> FleetFuture<'_, Option<Published>> {
         Box::pin(RedisStore::read_standings(self))
-    }
-}
-
-fn delta(pending: &NewActivity) -> ActivityDelta<'_> {
-    ActivityDelta {
-        counts: pending.counters,
-        endpoints: &pending.endpoints,
-        ips: &pending.ips,
     }
 }

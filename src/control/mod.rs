@@ -2,15 +2,18 @@
 //! into per-subject features, scores them with the abuse model, and publishes the scale
 //! factors (load factor, standings) that the request path reads.
 //!
-//! With a shared Redis the activity goes to the store, one daemon at a time (the holder of a
-//! lease) scores every subject, and the others read its standings: the whole fleet enforces
-//! one verdict, within two intervals.
+//! With a shared Redis and a model, every daemon appends its activity to the store (one value
+//! per interval), one daemon at a time (the holder of a lease) scores every subject, and the
+//! others read its standings (one value): the whole fleet enforces one verdict, within two
+//! intervals.
 
 mod cgroup;
 mod flags;
 mod fleet;
+mod fleet_codec;
 mod fleet_redis;
 mod fleet_state;
+mod fleet_window;
 mod load;
 mod model_slot;
 mod scoring;
@@ -18,17 +21,17 @@ mod scoring;
 pub use cgroup::CgroupCpu;
 pub use flags::{Flag, FlagTracker, Scored};
 pub use fleet_redis::fleet_for;
-pub use fleet_state::{FleetFuture, FleetState, Published};
+pub use fleet_state::{Bucket, FleetFuture, FleetState, ListTail, Published};
 pub use load::{Band, LoadController, LoadSampler, SystemLoad};
 pub use model_slot::ModelSlot;
 pub use scoring::{BegunFlag, SECOND_SIGNAL_DENIED_RATIO};
 
 use crate::clock::Micros;
 use crate::engine::{Engine, Exemption, SubjectStanding, Thresholds};
-use crate::features::{ActivityWindow, SubjectActivity, SubjectFeatures, features_of};
+use crate::features::{ActivityWindow, SubjectActivity, SubjectFeatures};
 use crate::limit::KeyHash;
 use crate::policy::Policy;
-use crate::store::{Backend, SharedTotals};
+use crate::store::Backend;
 use fleet::FleetControl;
 use hashbrown::HashMap;
 use scoring::{NovelSubjects, decide_with};
@@ -294,17 +297,6 @@ pub struct CycleOutcome {
     pub novel: Vec<KeyHash>,
     /// The flags that began this cycle, with why.
     pub begun: Vec<BegunFlag>,
-}
-
-fn observe_totals(totals: &SharedTotals) -> SubjectFeatures {
-    SubjectFeatures {
-        features: features_of(
-            &totals.counts,
-            totals.distinct_endpoints,
-            totals.distinct_ips,
-        ),
-        requests: totals.counts.requests,
-    }
 }
 
 fn observe(activity: &SubjectActivity) -> SubjectFeatures {

@@ -8,9 +8,46 @@ use crate::clock::Micros;
 /// registers (about 13 % error) in 33 bytes, inline.
 pub type Sketch = super::sketch::DistinctSketch;
 
-/// Counts that add up when spans are combined: the store's own type, so a shared store adds
-/// up exactly what a daemon counted, with no conversion between them.
-pub use crate::store::ActivityCounts as Counters;
+/// Counts that add up when spans are combined (buckets of a window, several daemons' shares).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Counters {
+    pub requests: u64,
+    pub denied: u64,
+    pub reports: u64,
+    /// Reported 4xx statuses, and among them authentication failures (401, 403) and 404s.
+    pub client_errors: u64,
+    pub auth_failures: u64,
+    pub not_found: u64,
+    /// The sum over requests of the share of the subject's most-used limit (as written) in use
+    /// after each: divided by `requests`, how close to its own limits the subject runs.
+    pub usage_sum: f64,
+    /// The first and last request (µs since the epoch); `first` is `u64::MAX` before any.
+    pub first: Micros,
+    pub last: Micros,
+    /// Gaps between consecutive requests: how many, their sum and sum of squares (seconds).
+    pub gaps: u64,
+    pub gap_sum: f64,
+    pub gap_sum_sq: f64,
+}
+
+impl Default for Counters {
+    fn default() -> Self {
+        Self {
+            requests: 0,
+            denied: 0,
+            reports: 0,
+            client_errors: 0,
+            auth_failures: 0,
+            not_found: 0,
+            usage_sum: 0.0,
+            first: Micros::MAX,
+            last: 0,
+            gaps: 0,
+            gap_sum: 0.0,
+            gap_sum_sq: 0.0,
+        }
+    }
+}
 
 impl Counters {
     /// Counts one decision; `gap` is the time since the subject's previous request, if known,
@@ -87,8 +124,7 @@ impl SubjectActivity {
         self.ips.merge(&other.ips);
     }
 
-    /// The features, with distinct counts from the sketches here (the shared store's
-    /// HyperLogLogs give them in fleet mode).
+    /// The features, with distinct counts from the sketches here.
     pub fn features(&self) -> Features {
         features_of(
             &self.counters,

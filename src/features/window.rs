@@ -1,6 +1,6 @@
 //! SubjectActivity over the anomaly window, kept in process: a few time buckets per subject, so old
-//! traffic leaves the window a bucket at a time. (With a shared Redis the same buckets live in
-//! the store instead; see `store::redis`.)
+//! traffic leaves the window a bucket at a time. (With a shared Redis the fleet's leader keeps
+//! one for the whole fleet, from what every daemon flushed; see `control::fleet`.)
 //!
 //! Memory is what bounds how many subjects a daemon can watch, so a bucket is one flat row
 //! (its counts narrowed to 32 bits, its two distinct-count sketches inline: 144 bytes, no
@@ -128,9 +128,19 @@ impl ActivityWindow {
         self.rows.is_empty()
     }
 
+    /// The length of one bucket.
+    pub fn bucket_len(&self) -> Micros {
+        self.bucket_len
+    }
+
     /// Adds one interval's pending activity of each subject at `now`.
     pub fn add_all(&mut self, now: Micros, pending: &[(KeyHash, NewActivity)]) {
-        let bucket = now / self.bucket_len;
+        self.add_all_to_bucket(now / self.bucket_len, pending);
+    }
+
+    /// Adds pending activity of each subject to bucket `bucket` (`now / bucket length`): the
+    /// fleet's leader adds what every daemon flushed, in any order of buckets.
+    pub fn add_all_to_bucket(&mut self, bucket: u64, pending: &[(KeyHash, NewActivity)]) {
         let mut fresh: Vec<Row> = Vec::new();
         for (subject, activity) in pending {
             match self

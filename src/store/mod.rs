@@ -17,10 +17,7 @@ use smallvec::SmallVec;
 use std::future::Future;
 
 pub use memory::MemoryStore;
-pub use redis::{
-    ActivityCounts, ActivityDelta, RedisStore, SentinelUrl, SharedTotals, TIER_STORE_TTL,
-    TIER_TTL_REFRESH,
-};
+pub use redis::{RedisStore, SentinelUrl, TIER_STORE_TTL, TIER_TTL_REFRESH};
 pub use settings::{OnError, StoreSettings};
 pub use tls::{TlsCa, TlsCaError};
 pub use url::{StoreUrl, StoreUrlError};

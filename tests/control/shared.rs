@@ -14,7 +14,7 @@ use std::path::Path;
 use std::sync::Arc;
 use std::time::Duration;
 
-const POLICY: &str = r#"
+pub(super) const POLICY: &str = r#"
 default_tier: free
 tiers:
   free:
@@ -25,7 +25,7 @@ adaptive:
 "#;
 
 /// One daemon's engine and control loop on `store`, with the shipped model when `model` says.
-fn daemon_on(
+pub(super) fn daemon_on(
     store: RedisStore,
     yaml: &str,
     clock: &ManualClock,
@@ -56,7 +56,7 @@ fn daemon(server: &RedisServer, clock: &ManualClock) -> (Arc<Engine<Backend>>, C
     daemon_on(store, POLICY, clock, true)
 }
 
-async fn send(engine: &Engine<Backend>, user: &str, endpoint: &str, ip: &str, n: usize) {
+pub(super) async fn send(engine: &Engine<Backend>, user: &str, endpoint: &str, ip: &str, n: usize) {
     for _ in 0..n {
         let mut request = CheckRequest::new(user, endpoint);
         request.ip = Some(ip.parse().unwrap());
@@ -204,7 +204,7 @@ async fn two_daemons_agree_on_an_abusers_score_flag_and_scale() {
 }
 
 /// `INFO commandstats` as (command, calls), the test's own INFO and CONFIG left out.
-fn command_calls(server: &RedisServer) -> Vec<(String, u64)> {
+pub(super) fn command_calls(server: &RedisServer) -> Vec<(String, u64)> {
     server
         .cli(&["INFO", "commandstats"])
         .lines()

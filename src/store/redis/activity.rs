@@ -1,39 +1,39 @@
-//! Fleet-wide control-loop state in Redis: each daemon's activity added to per-subject window
-//! buckets (counters and HyperLogLogs), the set of active subjects, a leadership lease, and the
-//! leader's published standings. Every key carries a TTL; keys hold only hashes.
+//! Fleet-wide control-loop state in Redis, a few keys whatever the number of subjects: one list
+//! per window bucket to which every daemon appends one value per interval (its activity, opaque
+//! bytes here), a leadership lease, and the leader's standings as one value. Every key carries
+//! a TTL and shares the `{control}` hash tag (one cluster slot); values hold only hashes.
 
 use super::RedisStore;
 use super::connection::is_noscript;
-use super::counts::{ActivityCounts, ActivityDelta, SharedTotals};
 use crate::clock::Micros;
-use crate::limit::KeyHash;
 use crate::store::StoreError;
-use redis::{Cmd, Pipeline};
+use redis::{Cmd, Pipeline, Value};
 use std::sync::atomic::Ordering;
 use std::time::Duration;
 
-const FLUSH: &str = include_str!("activity_flush.lua");
-const READ: &str = include_str!("activity_read.lua");
 const LEASE: &str = include_str!("lease.lua");
 const PUBLISH: &str = include_str!("publish.lua");
 
-/// Subjects per pipeline: large enough to amortise round trips, small enough for one timeout.
-const CHUNK: usize = 500;
+/// The values of a bucket's list from a given index on, and the list's length.
+pub type ListTail = (usize, Vec<Vec<u8>>);
+
+/// Fleet values grow with the active subjects (about 100 bytes each): their calls get this many
+/// `store.timeout`s, as a read of one large value takes longer than a decision.
+const LARGE_VALUE_TIMEOUTS: u32 = 4;
 
 fn sha(source: &str) -> String {
     redis::Script::new(source).get_hash().to_owned()
 }
 
 impl RedisStore {
-    /// The fleet's control keys share one hash tag (one cluster slot), so one script can check
-    /// the lease and move the standings pointer together.
     fn control_key(&self, name: &str) -> String {
         format!("{}:{{control}}:{name}", self.prefix)
     }
 
-    fn bucket_keys(&self, subject: KeyHash, bucket: u64) -> [String; 3] {
-        let base = format!("{}:{{{subject}}}:a:{bucket}", self.prefix);
-        [base.clone(), format!("{base}:e"), format!("{base}:i")]
+    /// A bucket's list, named by the bucket length too: after a reload that changes the
+    /// window, daemons on the old and the new length never mix their buckets.
+    fn activity_key(&self, bucket_len: Micros, bucket: u64) -> String {
+        self.control_key(&format!("activity:{bucket_len}:{bucket}"))
     }
 
     /// Loads the control scripts (on every primary of a cluster) so EVALSHA finds them: once,
@@ -42,7 +42,7 @@ impl RedisStore {
         if self.control_scripts_loaded.load(Ordering::Relaxed) {
             return Ok(());
         }
-        let loads = [FLUSH, READ, LEASE, PUBLISH].map(|source| {
+        let loads = [LEASE, PUBLISH].map(|source| {
             let mut cmd = redis::cmd("SCRIPT");
             cmd.arg("LOAD").arg(source);
             cmd
@@ -50,7 +50,7 @@ impl RedisStore {
         if self.conn.is_cluster() {
             // A cluster connection sends SCRIPT LOAD to every primary, one command at a time.
             for cmd in &loads {
-                self.conn.query::<redis::Value>(cmd, self.timeout).await?;
+                self.conn.query::<Value>(cmd, self.timeout).await?;
             }
         } else {
             let mut pipe = Pipeline::new();
@@ -74,13 +74,18 @@ impl RedisStore {
         result
     }
 
-    /// Runs commands in one pipeline, or (on a cluster, where a pipeline must not cross slots)
-    /// concurrently over the cluster connection.
-    async fn run_many(&self, cmds: Vec<Cmd>) -> Result<Vec<redis::Value>, StoreError> {
+    fn large_timeout(&self) -> Duration {
+        self.timeout * LARGE_VALUE_TIMEOUTS
+    }
+
+    /// Runs commands in one pipeline, or (on a cluster, where the client routes a pipeline by
+    /// its first key only) concurrently over the cluster connection.
+    async fn run_many(&self, cmds: Vec<Cmd>) -> Result<Vec<Value>, StoreError> {
+        let timeout = self.large_timeout();
         if self.conn.is_cluster() {
             let replies = futures_util::future::join_all(
                 cmds.iter()
-                    .map(|cmd| self.conn.query::<redis::Value>(cmd, self.timeout)),
+                    .map(|cmd| self.conn.query::<Value>(cmd, timeout)),
             )
             .await;
             return replies.into_iter().collect();
@@ -89,245 +94,113 @@ impl RedisStore {
         for cmd in cmds {
             pipe.add_command(cmd);
         }
-        self.conn.pipeline(&pipe, self.timeout).await
+        self.conn.pipeline(&pipe, timeout).await
     }
 
-    fn evalsha(source: &str, keys: &[String], args: Vec<String>) -> Cmd {
+    fn evalsha(source: &str, keys: &[String], args: &[&[u8]]) -> Cmd {
         let mut cmd = redis::cmd("EVALSHA");
-        cmd.arg(sha(source)).arg(keys.len()).arg(keys).arg(args);
+        cmd.arg(sha(source)).arg(keys.len()).arg(keys);
+        for arg in args {
+            cmd.arg(*arg);
+        }
         cmd
     }
 
-    /// Adds one interval of activity to the bucket of `now` (bucket = `now / bucket_len`), and
-    /// marks the subjects active.
-    pub async fn flush_activity(
+    /// Appends `value` to the list of bucket `bucket` (of `bucket_len` µs), kept for `ttl`:
+    /// one pipeline of two commands.
+    pub async fn append_activity(
         &self,
-        now: Micros,
         bucket_len: Micros,
+        bucket: u64,
+        value: &[u8],
         ttl: Duration,
-        items: &[(KeyHash, ActivityDelta<'_>)],
     ) -> Result<(), StoreError> {
-        if items.is_empty() {
-            return Ok(());
-        }
-        self.load_control_scripts().await?;
-        let ttl_ms = ttl.as_millis().max(1).to_string();
-        let bucket = now / bucket_len.max(1);
-        let active = self.control_key("active");
-        for chunk in items.chunks(CHUNK) {
-            let mut cmds = Vec::with_capacity(chunk.len() + 2);
-            for (subject, delta) in chunk {
-                let c = &delta.counts;
-                let mut args = vec![
-                    ttl_ms.clone(),
-                    c.requests.to_string(),
-                    c.denied.to_string(),
-                    c.reports.to_string(),
-                    c.client_errors.to_string(),
-                    c.first.min(now).to_string(),
-                    c.last.to_string(),
-                    c.gaps.to_string(),
-                    c.gap_sum.to_string(),
-                    c.gap_sum_sq.to_string(),
-                    c.auth_failures.to_string(),
-                    c.not_found.to_string(),
-                    c.usage_sum.to_string(),
-                    delta.endpoints.len().to_string(),
-                ];
-                args.extend(delta.endpoints.iter().map(|h| format!("{h:x}")));
-                args.extend(delta.ips.iter().map(|h| format!("{h:x}")));
-                cmds.push(Self::evalsha(
-                    FLUSH,
-                    &self.bucket_keys(*subject, bucket),
-                    args,
-                ));
-            }
-            let mut zadd = redis::cmd("ZADD");
-            zadd.arg(&active);
-            for (subject, _) in chunk {
-                zadd.arg(now / 1000).arg(subject.to_string());
-            }
-            cmds.push(zadd);
-            let mut expire = redis::cmd("PEXPIRE");
-            expire.arg(&active).arg(&ttl_ms);
-            cmds.push(expire);
-            let flushed = self.run_many(cmds).await;
-            self.noting_noscript(flushed)?;
-        }
-        Ok(())
+        let key = self.activity_key(bucket_len, bucket);
+        let mut push = redis::cmd("RPUSH");
+        push.arg(&key).arg(value);
+        let mut expire = redis::cmd("PEXPIRE");
+        expire.arg(&key).arg(ttl.as_millis().max(1).to_string());
+        self.run_many(vec![push, expire]).await.map(|_| ())
     }
 
-    /// Subjects active since `since` (µs); older ones are dropped from the set.
-    pub async fn active_subjects(&self, since: Micros) -> Result<Vec<KeyHash>, StoreError> {
-        let active = self.control_key("active");
-        let mut trim = redis::cmd("ZREMRANGEBYSCORE");
-        trim.arg(&active)
-            .arg("-inf")
-            .arg(format!("({}", since / 1000));
-        self.conn.query::<()>(&trim, self.timeout).await?;
-        let mut range = redis::cmd("ZRANGE");
-        range.arg(&active).arg(0).arg(-1);
-        let members: Vec<String> = self.conn.query(&range, self.timeout * 4).await?;
-        Ok(members
-            .iter()
-            .filter_map(|m| u128::from_str_radix(m, 16).ok().map(KeyHash))
-            .collect())
-    }
-
-    /// The summed buckets `first_bucket..=last_bucket` of each subject.
-    pub async fn activity_totals(
+    /// For each `(bucket_len, bucket, from)`, the values of the bucket's list from index `from`
+    /// on, and the list's length: one pipeline of an `LRANGE` and an `LLEN` per bucket.
+    pub async fn activity_since(
         &self,
-        subjects: &[KeyHash],
-        first_bucket: u64,
-        last_bucket: u64,
-    ) -> Result<Vec<SharedTotals>, StoreError> {
-        self.load_control_scripts().await?;
-        let mut totals = Vec::with_capacity(subjects.len());
-        for chunk in subjects.chunks(CHUNK) {
-            let cmds = chunk
-                .iter()
-                .map(|subject| {
-                    let keys: Vec<String> = (first_bucket..=last_bucket)
-                        .flat_map(|b| self.bucket_keys(*subject, b))
-                        .collect();
-                    Self::evalsha(READ, &keys, Vec::new())
-                })
-                .collect();
-            let replies = self.run_many(cmds).await;
-            for reply in self.noting_noscript(replies)? {
-                let redis::Value::Array(reply) = reply else {
-                    return Err(StoreError::Unavailable("unexpected activity reply".into()));
-                };
-                totals.push(
-                    decode_totals(&reply).ok_or_else(|| {
-                        StoreError::Unavailable("unexpected activity reply".into())
-                    })?,
-                );
-            }
+        from: &[(Micros, u64, usize)],
+    ) -> Result<Vec<ListTail>, StoreError> {
+        let mut cmds = Vec::with_capacity(from.len() * 2);
+        for (bucket_len, bucket, start) in from {
+            let key = self.activity_key(*bucket_len, *bucket);
+            let mut range = redis::cmd("LRANGE");
+            range.arg(&key).arg(*start).arg(-1);
+            let mut len = redis::cmd("LLEN");
+            len.arg(&key);
+            cmds.push(range);
+            cmds.push(len);
         }
-        Ok(totals)
+        let replies = self.run_many(cmds).await?;
+        let mut replies = replies.into_iter();
+        let mut tails = Vec::with_capacity(from.len());
+        while let (Some(values), Some(len)) = (replies.next(), replies.next()) {
+            let values: Vec<Vec<u8>> = redis::from_redis_value(values).map_err(unexpected)?;
+            let len: usize = redis::from_redis_value(len).map_err(unexpected)?;
+            tails.push((len, values));
+        }
+        Ok(tails)
     }
 
     /// Takes or renews the lease; `true` while this daemon (`id`) holds it.
     pub async fn try_lead(&self, id: &str, ttl: Duration) -> Result<bool, StoreError> {
         self.load_control_scripts().await?;
+        let ttl_ms = ttl.as_millis().max(1).to_string();
         let cmd = Self::evalsha(
             LEASE,
             &[self.control_key("leader")],
-            vec![id.to_owned(), ttl.as_millis().max(1).to_string()],
+            &[id.as_bytes(), ttl_ms.as_bytes()],
         );
         let held = self.conn.query::<i64>(&cmd, self.timeout).await;
         let held = self.noting_noscript(held)?;
         Ok(held == 1)
     }
 
-    /// Publishes the leader's standings as a new generation, then, if `id` still holds the
-    /// lease, points readers at it and lets the previous generation expire within `lease`.
-    /// `false`: the lease was lost meanwhile, and readers keep the new leader's standings.
+    /// Publishes the leader's standings (one value) as `generation`, kept for `ttl`, if `id`
+    /// still holds the lease and no newer generation is in place: one script. `false`: the
+    /// lease was lost meanwhile, and readers keep the new leader's standings.
     pub async fn publish_standings(
         &self,
         id: &str,
         generation: u64,
-        entries: &[(KeyHash, String)],
+        value: &[u8],
         ttl: Duration,
-        lease: Duration,
     ) -> Result<bool, StoreError> {
-        let key = self.control_key(&format!("standings:{generation}"));
-        let ttl_ms = ttl.as_millis().max(1).to_string();
-        for chunk in entries.chunks(CHUNK * 4) {
-            let mut hset = redis::cmd("HSET");
-            hset.arg(&key);
-            for (subject, entry) in chunk {
-                hset.arg(subject.to_string()).arg(entry);
-            }
-            let mut pipe = Pipeline::new();
-            pipe.add_command(hset).ignore();
-            let mut expire = redis::cmd("PEXPIRE");
-            expire.arg(&key).arg(&ttl_ms);
-            pipe.add_command(expire).ignore();
-            self.conn.pipeline::<()>(&pipe, self.timeout).await?;
-        }
         self.load_control_scripts().await?;
-        let point = Self::evalsha(
+        let generation = generation.to_string();
+        let ttl_ms = ttl.as_millis().max(1).to_string();
+        let cmd = Self::evalsha(
             PUBLISH,
             &[self.control_key("leader"), self.control_key("standings")],
-            vec![id.to_owned(), generation.to_string(), ttl_ms],
+            &[
+                id.as_bytes(),
+                generation.as_bytes(),
+                ttl_ms.as_bytes(),
+                value,
+            ],
         );
-        let previous = self.conn.query::<i64>(&point, self.timeout).await;
-        let previous = self.noting_noscript(previous)?;
-        if previous < 0 {
-            return Ok(previous == -1);
-        }
-        // Readers that took the old pointer a moment ago still find its hash.
-        let mut expire = redis::cmd("PEXPIRE");
-        expire
-            .arg(self.control_key(&format!("standings:{previous}")))
-            .arg(lease.as_millis().max(1).to_string());
-        self.conn.query::<()>(&expire, self.timeout).await?;
-        Ok(true)
+        let published = self.conn.query::<i64>(&cmd, self.large_timeout()).await;
+        Ok(self.noting_noscript(published)? == 1)
     }
 
-    /// The latest published standings: (generation, entries), or `None` when none is live.
-    pub async fn read_standings(
-        &self,
-    ) -> Result<Option<(u64, Vec<(KeyHash, String)>)>, StoreError> {
-        let mut get = redis::cmd("GET");
-        get.arg(self.control_key("standings"));
-        let generation: Option<u64> = self.conn.query(&get, self.timeout).await?;
-        let Some(generation) = generation else {
-            return Ok(None);
-        };
-        let mut all = redis::cmd("HGETALL");
-        all.arg(self.control_key(&format!("standings:{generation}")));
-        let fields: Vec<(String, String)> = self.conn.query(&all, self.timeout * 4).await?;
-        let entries = fields
-            .into_iter()
-            .filter_map(|(subject, entry)| {
-                u128::from_str_radix(&subject, 16)
-                    .ok()
-                    .map(|s| (KeyHash(s), entry))
-            })
-            .collect();
-        Ok(Some((generation, entries)))
+    /// The latest published standings: (generation, value), or `None` when none is live.
+    pub async fn read_standings(&self) -> Result<Option<(u64, Vec<u8>)>, StoreError> {
+        let mut get = redis::cmd("HMGET");
+        get.arg(self.control_key("standings")).arg("g").arg("v");
+        let (generation, value): (Option<u64>, Option<Vec<u8>>) =
+            self.conn.query(&get, self.large_timeout()).await?;
+        Ok(generation.zip(value))
     }
 }
 
-fn decode_totals(reply: &[redis::Value]) -> Option<SharedTotals> {
-    let int = |i: usize| -> Option<i64> {
-        match reply.get(i)? {
-            redis::Value::Int(n) => Some(*n),
-            _ => None,
-        }
-    };
-    let text = |i: usize| -> Option<f64> {
-        match reply.get(i)? {
-            redis::Value::BulkString(bytes) => std::str::from_utf8(bytes).ok()?.parse().ok(),
-            redis::Value::SimpleString(s) => s.parse().ok(),
-            _ => None,
-        }
-    };
-    let count = |i: usize| int(i).map(|n| n.max(0) as u64);
-    let first = text(4)?;
-    Some(SharedTotals {
-        counts: ActivityCounts {
-            requests: count(0)?,
-            denied: count(1)?,
-            reports: count(2)?,
-            client_errors: count(3)?,
-            auth_failures: count(11)?,
-            not_found: count(12)?,
-            usage_sum: text(13)?,
-            first: if first < 0.0 {
-                Micros::MAX
-            } else {
-                first as Micros
-            },
-            last: text(5)?.max(0.0) as Micros,
-            gaps: count(6)?,
-            gap_sum: text(7)?,
-            gap_sum_sq: text(8)?,
-        },
-        distinct_endpoints: count(9)?,
-        distinct_ips: count(10)?,
-    })
+fn unexpected(error: redis::ParsingError) -> StoreError {
+    StoreError::Unavailable(format!("unexpected fleet activity reply: {error}"))
 }

@@ -9,13 +9,11 @@
 
 mod activity;
 mod connection;
-mod counts;
 mod script;
 mod sentinel;
 mod sentinel_url;
 mod tiers;
 
-pub use counts::{ActivityCounts, ActivityDelta, SharedTotals};
 pub use sentinel_url::SentinelUrl;
 pub use tiers::{TIER_STORE_TTL, TIER_TTL_REFRESH};
 

@@ -1,8 +1,9 @@
--- Points readers at a new generation of standings, if the caller still holds the lease and the
--- generation is newer. KEYS: the lease, the pointer. ARGV: id, generation, ttl_ms.
--- Returns the previous generation, -1 when there was none, -2 when refused.
-if redis.call('GET', KEYS[1]) ~= ARGV[1] then return -2 end
-local previous = tonumber(redis.call('GET', KEYS[2]))
-if previous and previous >= tonumber(ARGV[2]) then return -2 end
-redis.call('SET', KEYS[2], ARGV[2], 'PX', ARGV[3])
-return previous or -1
+-- Publishes the leader's standings as one value, if the caller still holds the lease and the
+-- generation is newer than the one in place. KEYS: the lease, the standings hash.
+-- ARGV: id, generation, ttl_ms, standings. Returns 1 when published, 0 when refused.
+if redis.call('GET', KEYS[1]) ~= ARGV[1] then return 0 end
+local previous = tonumber(redis.call('HGET', KEYS[2], 'g'))
+if previous and previous >= tonumber(ARGV[2]) then return 0 end
+redis.call('HSET', KEYS[2], 'g', ARGV[2], 'v', ARGV[4])
+redis.call('PEXPIRE', KEYS[2], ARGV[3])
+return 1
