@@ -68,16 +68,7 @@ impl ModelSlot {
         let Some(model) = self.get() else {
             return Vec::new();
         };
-        let mut ranked: Vec<(&'static str, f64)> = model
-            .explain(observed)
-            .features
-            .iter()
-            .filter_map(|c| Some((c.feature, c.contribution?)))
-            .filter(|(_, c)| *c > 0.0)
-            .collect();
-        ranked.sort_by(|a, b| b.1.total_cmp(&a.1));
-        ranked.truncate(n);
-        ranked
+        model.explain(observed).top_features(n)
     }
 
     /// Reloads the file last named, if any.

@@ -49,19 +49,11 @@ pub struct BegunFlag {
 impl BegunFlag {
     fn of(model: &Model, subject: KeyHash, observed: &SubjectFeatures) -> BegunFlag {
         let explanation = model.explain(observed);
-        let mut parts: Vec<(&'static str, f64)> = explanation
-            .features
-            .iter()
-            .filter_map(|c| Some((c.feature, c.contribution?)))
-            .filter(|(_, c)| *c > 0.0)
-            .collect();
-        parts.sort_by(|a, b| b.1.total_cmp(&a.1));
-        parts.truncate(TOLD_FEATURES);
         BegunFlag {
             subject,
             score: explanation.score,
             model_version: model.version().to_owned(),
-            top_features: parts,
+            top_features: explanation.top_features(TOLD_FEATURES),
         }
     }
 

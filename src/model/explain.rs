@@ -41,8 +41,9 @@ pub struct Explanation {
 }
 
 impl Explanation {
-    /// Feature names by contribution, largest first (those pushing towards abuse).
-    pub fn top_features(&self, n: usize) -> Vec<&'static str> {
+    /// The `n` features that push the score up most, with their contributions, largest
+    /// first (none for a kind whose score is not a sum).
+    pub fn top_features(&self, n: usize) -> Vec<(&'static str, f64)> {
         let mut parts: Vec<(&'static str, f64)> = self
             .features
             .iter()
@@ -50,7 +51,8 @@ impl Explanation {
             .filter(|(_, c)| *c > 0.0)
             .collect();
         parts.sort_by(|a, b| b.1.total_cmp(&a.1));
-        parts.into_iter().take(n).map(|(f, _)| f).collect()
+        parts.truncate(n);
+        parts
     }
 }
 
