@@ -14,8 +14,9 @@ use ratewarden::engine::{CheckRequest, Decision, Engine, SubjectHasher};
 use ratewarden::policy::Policy;
 use ratewarden::store::MemoryStore;
 use std::path::Path;
+use std::process::{Child, Command};
 use std::sync::Arc;
-use std::time::{Duration, SystemTime, UNIX_EPOCH};
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 /// 2023-11-14T22:13:20Z (20 s into a minute, 13 min 20 s into an hour: epoch-aligned windows
 /// do not start here).
@@ -67,4 +68,21 @@ pub fn sleep_past_window_edge_within(window: Duration, margin: Duration) {
     if left < margin {
         std::thread::sleep(left + Duration::from_millis(100));
     }
+}
+
+/// Stops a child process by PID: SIGTERM, so it shuts down cleanly, then SIGKILL if it is still
+/// running after `grace`.
+pub fn terminate(child: &mut Child, grace: Duration) {
+    let _ = Command::new("kill")
+        .args(["-TERM", &child.id().to_string()])
+        .status();
+    let deadline = Instant::now() + grace;
+    while Instant::now() < deadline {
+        if let Ok(Some(_)) = child.try_wait() {
+            return;
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let _ = child.kill();
+    let _ = child.wait();
 }

@@ -166,17 +166,6 @@ fn series(data: &Value, member: &str) -> Vec<Series> {
 impl Drop for Prometheus {
     fn drop(&mut self) {
         // SIGTERM by PID, so the server shuts its storage cleanly; SIGKILL if it lingers.
-        let _ = Command::new("kill")
-            .args(["-TERM", &self.child.id().to_string()])
-            .status();
-        let deadline = Instant::now() + Duration::from_secs(5);
-        while Instant::now() < deadline {
-            if let Ok(Some(_)) = self.child.try_wait() {
-                return;
-            }
-            std::thread::sleep(Duration::from_millis(20));
-        }
-        let _ = self.child.kill();
-        let _ = self.child.wait();
+        super::terminate(&mut self.child, Duration::from_secs(5));
     }
 }
