@@ -14,11 +14,8 @@ use crate::features::{FEATURE_COUNT, FEATURE_NAMES, SubjectFeatures};
 use crate::limit::KeyHash;
 use crate::metrics::Metrics;
 use crate::model::Model;
+pub use crate::model::SECOND_SIGNAL_DENIED_RATIO;
 use crate::policy::Policy;
-
-/// The share of a novel subject's requests its limits must have denied for its score to flag
-/// it: a signal that owes nothing to the model.
-pub const SECOND_SIGNAL_DENIED_RATIO: f64 = 0.05;
 
 /// The `top_feature` label values of `ratewarden_flags_total`: a feature, or `none` when the
 /// model's score is not a sum of features (`gmm`) or no feature pushed it up.
@@ -95,11 +92,10 @@ pub(super) fn decide_with(
             .filter(|(_, o)| o.requests >= min_requests)
             .map(|(subject, observed)| {
                 let assessment = model.assess(observed);
-                let confirmed = observed.features.denied_ratio >= SECOND_SIGNAL_DENIED_RATIO;
                 let scored = Scored {
                     subject: *subject,
                     score: assessment.score,
-                    novel: assessment.novel && !confirmed,
+                    novel: !assessment.score_counts(),
                 };
                 (scored, assessment.novel)
             })

@@ -5,7 +5,7 @@ use super::evaluate::FreshResult;
 use super::loao::graded;
 use super::print::{print_data, print_graded, print_report};
 use super::samples::{DEFAULT_EVERY, Sample, SampleOptions, Samples, feature_samples};
-use super::train::{TrainError, TrainOptions, TrainReport, observed, train};
+use super::train::{TrainError, TrainOptions, TrainReport, train};
 use super::{ModelError, ModelKind};
 use crate::features::FEATURE_NAMES;
 use crate::policy::Policy;
@@ -248,12 +248,11 @@ fn evaluate_on(
     let traffic = read_traffic(path)?;
     let samples = replay_into_samples(policy.clone(), &traffic, options)?;
     let rows: Vec<&Sample> = samples.samples.iter().collect();
-    let scores = report.model.score_many(&observed(&rows));
     Ok(FreshResult {
         data: path
             .file_name()
             .map_or_else(String::new, |n| n.to_string_lossy().into_owned()),
-        archetypes: graded(&samples, &rows, &scores),
+        archetypes: graded(&samples, &rows, &report.model),
     })
 }
 

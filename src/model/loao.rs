@@ -7,9 +7,11 @@
 //! flags; for an abusive one, how many it catches. Seeds never used for fitting are scored the
 //! same way ([`graded`]).
 
+use super::Model;
 use super::samples::{Sample, Samples};
-use super::train::{TrainError, TrainOptions, fit_parts, observed};
+use super::train::{TrainError, TrainOptions, fit_parts};
 use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
 
 /// The thresholds at which graded results count flagged subjects, besides the model's own.
 pub const GRADES: [f64; 3] = [0.5, 0.8, 0.95];
@@ -23,6 +25,11 @@ pub struct Graded {
     pub subjects: u64,
     /// Subjects with a sample at or over each of [`GRADES`].
     pub flagged: [u64; 3],
+    /// Subjects the daemon would flag at each of [`GRADES`]: a sample at or over it whose
+    /// score counts under the novelty rule ([`Assessment::flags_at`]). Absent from files
+    /// written before it was kept (read as 0).
+    #[serde(default)]
+    pub enforced: [u64; 3],
     /// The median over subjects of each subject's highest score.
     pub median_max_score: f64,
 }
@@ -32,35 +39,55 @@ impl Graded {
     pub fn share(&self, grade: usize) -> f64 {
         self.flagged[grade] as f64 / self.subjects.max(1) as f64
     }
+
+    /// The share of subjects the daemon would flag at `GRADES[grade]`.
+    pub fn enforced_share(&self, grade: usize) -> f64 {
+        self.enforced[grade] as f64 / self.subjects.max(1) as f64
+    }
 }
 
-/// Graded results per archetype of `rows` (samples of `samples`) given their `scores`.
-pub fn graded(samples: &Samples, rows: &[&Sample], scores: &[f64]) -> Vec<Graded> {
-    // archetype -> subject -> highest score
-    let mut highest: std::collections::BTreeMap<(bool, &str), hashbrown::HashMap<u32, f64>> =
-        Default::default();
-    for (sample, &score) in rows.iter().zip(scores) {
+/// One subject's highest score, and its highest score that counts under the novelty rule.
+#[derive(Default)]
+struct Highest {
+    score: f64,
+    counted: f64,
+}
+
+/// Graded results per archetype of `rows` (samples of `samples`) as `model` assesses them.
+pub fn graded(samples: &Samples, rows: &[&Sample], model: &Model) -> Vec<Graded> {
+    // archetype -> subject -> highest scores
+    let mut highest: BTreeMap<(bool, &str), hashbrown::HashMap<u32, Highest>> = BTreeMap::new();
+    for sample in rows {
         let subject = &samples.subjects[sample.subject as usize];
         let Some(name) = subject.archetype.as_deref() else {
             continue;
         };
+        let assessment = model.assess(&sample.observed());
         let best = highest
             .entry((subject.abuse, name))
             .or_default()
             .entry(sample.subject)
-            .or_insert(0.0);
-        *best = best.max(score);
+            .or_default();
+        best.score = best.score.max(assessment.score);
+        if assessment.score_counts() {
+            best.counted = best.counted.max(assessment.score);
+        }
     }
     highest
         .into_iter()
         .map(|((abuse, name), subjects)| {
-            let mut maxima: Vec<f64> = subjects.into_values().collect();
+            let subjects: Vec<Highest> = subjects.into_values().collect();
+            let count = |t: f64, of: fn(&Highest) -> f64| {
+                subjects.iter().filter(|h| of(h) >= t).count() as u64
+            };
+            let mut maxima: Vec<f64> = subjects.iter().map(|h| h.score).collect();
             maxima.sort_by(f64::total_cmp);
             Graded {
                 archetype: name.to_owned(),
                 abuse,
                 subjects: maxima.len() as u64,
-                flagged: GRADES.map(|t| maxima.iter().filter(|m| **m >= t).count() as u64),
+                flagged: GRADES.map(|t| count(t, |h| h.score)),
+                enforced: GRADES.map(|t| count(t, |h| h.counted)),
                 median_max_score: maxima.get(maxima.len() / 2).copied().unwrap_or(0.0),
             }
         })
@@ -104,8 +131,7 @@ pub fn leave_one_archetype_out(
             options,
             subjects,
         )?;
-        let scores = fitted.model.score_many(&observed(&left_out));
-        results.extend(graded(samples, &left_out, &scores));
+        results.extend(graded(samples, &left_out, &fitted.model));
     }
     Ok(results)
 }

@@ -108,6 +108,10 @@ pub struct Model {
     evaluation: Option<Evaluation>,
 }
 
+/// The share of a novel subject's requests its limits must have denied for its score to flag
+/// it: a signal that owes nothing to the model.
+pub const SECOND_SIGNAL_DENIED_RATIO: f64 = 0.05;
+
 /// What the model says of one subject.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct Assessment {
@@ -115,6 +119,20 @@ pub struct Assessment {
     pub score: f64,
     /// Some feature lies outside the range the training data covered.
     pub novel: bool,
+    /// The policy's limits denied at least [`SECOND_SIGNAL_DENIED_RATIO`] of its requests.
+    pub second_signal: bool,
+}
+
+impl Assessment {
+    /// The novelty rule: the score of a novel subject flags it only with a second signal.
+    pub fn score_counts(&self) -> bool {
+        !self.novel || self.second_signal
+    }
+
+    /// Whether the daemon flags this subject at `threshold` (before `hold` and exemptions).
+    pub fn flags_at(&self, threshold: f64) -> bool {
+        self.score >= threshold && self.score_counts()
+    }
 }
 
 impl Model {
@@ -225,6 +243,7 @@ impl Model {
                 score.clamp(0.0, 1.0)
             },
             novel: self.is_novel(&observed.features),
+            second_signal: observed.features.denied_ratio >= SECOND_SIGNAL_DENIED_RATIO,
         }
     }
 

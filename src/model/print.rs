@@ -106,30 +106,37 @@ fn print_thresholds(e: &Evaluation) {
     }
 }
 
-/// One table of graded results: per archetype, subjects flagged at each grade.
+/// One table of graded results: per archetype, subjects whose score reached each grade, and
+/// those the daemon would flag (the novelty rule applied).
 pub fn print_graded(title: &str, rows: &[Graded]) {
     println!("{title}");
     println!(
-        "  archetype                  label   subjects  flagged at {:.2} / {:.2} / {:.2}  median max score",
+        "  archetype                  label   subjects  score over {:.2} / {:.2} / {:.2}  flagged (novelty rule)  median max score",
         GRADES[0], GRADES[1], GRADES[2]
     );
     for g in rows {
         println!(
-            "  {:<26} {:<7} {:>8}  {:>8} / {:>4} / {:>4}  {:>16.3}",
+            "  {:<26} {:<7} {:>8}  {:>8} / {:>4} / {:>4}  {:>8} / {:>4} / {:>4}  {:>16.3}",
             g.archetype,
             if g.abuse { "abuse" } else { "normal" },
             g.subjects,
             g.flagged[0],
             g.flagged[1],
             g.flagged[2],
+            g.enforced[0],
+            g.enforced[1],
+            g.enforced[2],
             g.median_max_score
         );
     }
     let (normal, abuse): (Vec<&Graded>, Vec<&Graded>) = rows.iter().partition(|g| !g.abuse);
-    let flagged_normal: u64 = normal.iter().map(|g| g.flagged[1]).sum();
-    let recall = abuse.iter().map(|g| g.share(1)).sum::<f64>() / abuse.len().max(1) as f64;
+    let archetypes = abuse.len().max(1) as f64;
+    let over: u64 = normal.iter().map(|g| g.flagged[1]).sum();
+    let flagged: u64 = normal.iter().map(|g| g.enforced[1]).sum();
+    let recall_over = abuse.iter().map(|g| g.share(1)).sum::<f64>() / archetypes;
+    let recall = abuse.iter().map(|g| g.enforced_share(1)).sum::<f64>() / archetypes;
     println!(
-        "  at {:.2}: {flagged_normal} normal subjects flagged; abuse recall {recall:.3} averaged over {} abusive archetypes",
+        "  at {:.2}: {flagged} normal subjects flagged ({over} scored over it); abuse recall {recall:.3} ({recall_over:.3} by score alone) averaged over {} abusive archetypes",
         GRADES[1],
         abuse.len()
     );
