@@ -94,7 +94,7 @@ pub async fn run(
         engine: engine.clone(),
         metrics,
         admin_token: args.admin_token.filter(|t| !t.is_empty()).map(Into::into),
-        reloader: Some(reloader),
+        reloader: Some(Arc::new(reloader)),
     });
     serve_until(listeners, app, engine, shutdown).await?;
     tracing::info!("stopped");

@@ -44,7 +44,8 @@ pub struct AppState {
     pub metrics: Arc<Metrics>,
     /// `RATEWARDEN_ADMIN_TOKEN`; the admin API answers 404 when unset.
     pub admin_token: Option<Arc<str>>,
-    pub reloader: Option<Reloader>,
+    /// Behind an `Arc`: the state is cloned for every request, and a reloader holds paths.
+    pub reloader: Option<Arc<Reloader>>,
 }
 
 #[derive(OpenApi)]

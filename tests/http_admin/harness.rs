@@ -74,7 +74,7 @@ pub fn app(engine: &Arc<Engine>, token: Option<&str>, reloader: Option<Reloader>
         engine: engine.clone(),
         metrics: Arc::new(Metrics::new()),
         admin_token: token.map(Into::into),
-        reloader,
+        reloader: reloader.map(Arc::new),
     })
 }
 

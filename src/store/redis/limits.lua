@@ -19,6 +19,7 @@
 --          retry_after (-1: never), probe 1 allowed, probe 2 allowed}
 
 local LOG, WINDOW, FIXED, BUCKET, GCRA = 1, 2, 3, 4, 5
+local TAGS = {'L', 'S', 'F', 'T', 'G'}
 
 local function idiv(a, b)
   local q = math.floor(a / b)
@@ -51,7 +52,7 @@ local function read(c)
   local v = redis.pcall('GET', c.key)
   if type(v) ~= 'string' then return nil end
   local tag, a, b, d = string.match(v, '^(%a) (%d+) ?(%d*) ?(%d*)$')
-  local want = ({'L', 'S', 'F', 'T', 'G'})[c.alg]
+  local want = TAGS[c.alg]
   if tag ~= want then return nil end
   return {a = tonumber(a), b = tonumber(b), d = tonumber(d)}
 end
@@ -79,8 +80,7 @@ local function fixed_consume(c, st, now, cost)
   local w = c.w
   local start = now - now % w
   local count = ((st and st.a == start) and st.b or 0) + cost
-  redis.call('SET', c.key, 'F ' .. num(start) .. ' ' .. num(count))
-  return start + w
+  return 'F ' .. num(start) .. ' ' .. num(count), start + w
 end
 
 -- sliding_window -------------------------------------------------------------------------
@@ -119,8 +119,7 @@ local function window_consume(c, st, now, cost)
   local w = c.w
   local start = now - now % w
   local prev, cur = counters(st, start, w)
-  redis.call('SET', c.key, 'S ' .. num(start) .. ' ' .. num(cur + cost) .. ' ' .. num(prev))
-  return start + 2 * w
+  return 'S ' .. num(start) .. ' ' .. num(cur + cost) .. ' ' .. num(prev), start + 2 * w
 end
 
 -- token_bucket ---------------------------------------------------------------------------
@@ -145,11 +144,10 @@ local function bucket_consume(c, st, now, cost)
   local iv = interval(c.w, c.req) or c.w
   local used, last = refilled(st, now, iv)
   used = used + cost
-  redis.call('SET', c.key, 'T ' .. num(used) .. ' ' .. num(last))
   -- Kept until refilled at the slowest rate the limit can take: a limit scaled down later
   -- refills slower, and must still find the usage.
   local slow = interval(c.w, math.max(c.slow, 1)) or c.w
-  return last + used * math.max(iv, slow)
+  return 'T ' .. num(used) .. ' ' .. num(last), last + used * math.max(iv, slow)
 end
 
 -- gcra -----------------------------------------------------------------------------------
@@ -167,8 +165,7 @@ end
 local function gcra_consume(c, st, now, cost)
   local t = interval(c.w, c.req) or c.w
   local tat = (st and math.max(st.a, now) or now) + cost * t
-  redis.call('SET', c.key, 'G ' .. num(tat))
-  return tat
+  return 'G ' .. num(tat), tat
 end
 
 -- sliding_log ----------------------------------------------------------------------------
@@ -256,17 +253,21 @@ local function peek(c, st, now, requests, burst)
   return gcra_peek(st, now, c.w, requests, burst, cost)
 end
 
+-- Every key lives exactly as long as its state matters (set with the state: one call, not two).
+local function ttl_until(expires, now) return num(math.max(cdiv(expires - now, 1000), 1)) end
 local function consume(c, st, now)
-  local expires
-  if c.alg == LOG then expires = log_consume(c, st, now, c.cost)
-  elseif c.alg == WINDOW then expires = window_consume(c, st, now, c.cost)
-  elseif c.alg == FIXED then expires = fixed_consume(c, st, now, c.cost)
-  elseif c.alg == BUCKET then expires = bucket_consume(c, st, now, c.cost)
-  else expires = gcra_consume(c, st, now, c.cost) end
-  -- Every key lives exactly as long as its state matters.
-  local ttl = num(math.max(cdiv(expires - now, 1000), 1))
-  redis.call('PEXPIRE', c.key, ttl)
-  if c.tkey then redis.call('PEXPIRE', c.tkey, ttl) end
+  if c.alg == LOG then
+    local ttl = ttl_until(log_consume(c, st, now, c.cost), now)
+    redis.call('PEXPIRE', c.key, ttl)
+    redis.call('PEXPIRE', c.tkey, ttl)
+    return
+  end
+  local state, expires
+  if c.alg == WINDOW then state, expires = window_consume(c, st, now, c.cost)
+  elseif c.alg == FIXED then state, expires = fixed_consume(c, st, now, c.cost)
+  elseif c.alg == BUCKET then state, expires = bucket_consume(c, st, now, c.cost)
+  else state, expires = gcra_consume(c, st, now, c.cost) end
+  redis.call('SET', c.key, state, 'PX', ttl_until(expires, now))
 end
 
 -- Undoes a consumption of `cost` made at `at` (Redis Cluster, when a later part of the same
@@ -321,7 +322,9 @@ for i = 1, n do
     local p1 = c.p1r >= 0 and peek(c, st, now, c.p1r, c.p1b)[1] or o[1]
     local p2 = c.p2r >= 0 and peek(c, st, now, c.p2r, c.p2b)[1] or o[1]
     if o[1] == 0 and c.enforce then admitted = 0 end
-    for _, v in ipairs({o[1], o[2], o[3], o[4], o[5], p1, p2}) do out[#out + 1] = v end
+    local m = #out
+    out[m + 1], out[m + 2], out[m + 3], out[m + 4] = o[1], o[2], o[3], o[4]
+    out[m + 5], out[m + 6], out[m + 7] = o[5], p1, p2
   end
 end
 out[1] = admitted
