@@ -16,20 +16,27 @@ mod fleet_state;
 mod fleet_window;
 mod load;
 mod model_slot;
+mod prometheus;
 mod scoring;
+mod source;
+mod upstream;
 
 pub use cgroup::CgroupCpu;
 pub use flags::{Flag, FlagTracker, Scored};
 pub use fleet_redis::fleet_for;
 pub use fleet_state::{Bucket, FleetFuture, FleetState, ListTail, Published};
-pub use load::{Band, LoadController, LoadSampler, SystemLoad};
+pub use load::{Band, LoadController, LoadSampler, NoLoad, SystemLoad};
 pub use model_slot::ModelSlot;
+pub use prometheus::{PrometheusLoad, PrometheusReading, QueryError, query_once};
 pub use scoring::{BegunFlag, SECOND_SIGNAL_DENIED_RATIO};
+pub use source::{LoadReading, LoadSources};
+pub use upstream::{MARGIN, UpstreamGradient, UpstreamSignal, percentile};
 
 use crate::clock::Micros;
 use crate::engine::{Engine, Exemption, SubjectStanding, Thresholds};
 use crate::features::{ActivityWindow, SubjectActivity, SubjectFeatures};
 use crate::limit::KeyHash;
+use crate::metrics::GLOBAL_SCOPE;
 use crate::policy::Policy;
 use crate::store::Backend;
 use fleet::FleetControl;
@@ -42,7 +49,10 @@ use std::time::{Duration, Instant};
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct CycleReport {
     pub load_factor: f64,
+    /// The smoothed CPU share (sampled whatever the load source).
     pub smoothed_load: Option<f64>,
+    /// The policy's load source's signal (see [`LoadReading::signal`]).
+    pub load_signal: Option<f64>,
     /// Subjects with activity in the window.
     pub active: usize,
     /// Subjects scored (at least `min_requests` in the window, and a model in force).
@@ -55,8 +65,9 @@ pub struct CycleReport {
 pub struct ControlLoop {
     engine: Arc<Engine<Backend>>,
     model: Arc<ModelSlot>,
-    sampler: Box<dyn LoadSampler>,
-    load: LoadController,
+    sources: LoadSources,
+    /// Whether the last Prometheus load query failed (a failure is logged once per streak).
+    query_failing: bool,
     window: ActivityWindow,
     window_len: Duration,
     judge: FlagTracker,
@@ -81,8 +92,8 @@ impl ControlLoop {
         Self {
             engine,
             model,
-            sampler,
-            load: LoadController::default(),
+            sources: LoadSources::new(sampler),
+            query_failing: false,
             window: ActivityWindow::new(window_len),
             window_len,
             judge: FlagTracker::default(),
@@ -107,7 +118,7 @@ impl ControlLoop {
         let metrics = self.engine.metrics().clone();
 
         let thresholds = scale.thresholds();
-        self.update_load_factor(now, &policy, &thresholds);
+        let load_signal = self.update_load_factor(now, &policy, &thresholds).await;
 
         let anomaly = &policy.adaptive.anomaly;
         if anomaly.window != self.window_len {
@@ -121,7 +132,8 @@ impl ControlLoop {
 
         let mut report = CycleReport {
             load_factor: scale.load_factor(),
-            smoothed_load: self.load.smoothed(),
+            smoothed_load: self.sources.cpu().smoothed(),
+            load_signal,
             leader: true,
             ..CycleReport::default()
         };
@@ -170,36 +182,43 @@ impl ControlLoop {
         report
     }
 
-    /// Samples the load (even when pinned: the CPU gauge still tells operators what the host
-    /// does) and sets the load factor.
-    fn update_load_factor(&mut self, now: Micros, policy: &Policy, thresholds: &Thresholds) {
-        let sample = self.sampler.sample(now);
-        let band = self.load.band();
-        let measured = self
-            .load
-            .update(sample, policy.adaptive.load.smoothing, thresholds);
-        if self.load.band() != band && self.pinned_load.is_none() {
-            // Limits change with the band: say why, once per change.
-            let cpu = self.load.smoothed().unwrap_or(0.0);
-            tracing::info!(
-                load_factor = measured,
-                cpu,
-                "load factor {measured}: smoothed CPU share {cpu:.2} (limits scale by \
-                 {} above adaptive.load.high {}, by {} below adaptive.load.low {})",
-                thresholds.load_high_factor,
-                thresholds.load_high,
-                thresholds.load_low_factor,
-                thresholds.load_low
-            );
+    /// Reads the policy's load source (even when pinned: its gauges still tell operators what
+    /// the service does) and sets the load factor; returns the source's signal.
+    async fn update_load_factor(
+        &mut self,
+        now: Micros,
+        policy: &Policy,
+        thresholds: &Thresholds,
+    ) -> Option<f64> {
+        let settings = &policy.adaptive.load;
+        let outcomes = self.engine.upstream_outcomes().drain();
+        let before = self.engine.scale_factors().measured_load_factor();
+        let reading = self.sources.read(now, settings, thresholds, outcomes).await;
+        if reading.factor.total_cmp(&1.0) != before.total_cmp(&1.0) && self.pinned_load.is_none() {
+            // Limits start or stop shrinking (or growing): say why, once per change (not at
+            // every step of the upstream gradient).
+            reading.log_change(&settings.source, thresholds);
         }
-        let factor = self.pinned_load.unwrap_or(measured);
+        match (&reading.query_error, self.query_failing) {
+            (Some(error), false) => tracing::warn!(
+                %error,
+                "load: the Prometheus query failed; the last factor stays for \
+                 adaptive.load.prometheus.keep_last cycles, then 1.0"
+            ),
+            (None, true) => tracing::info!("load: the Prometheus query answers again"),
+            _ => {}
+        }
+        self.query_failing = reading.query_error.is_some();
+        let factor = self.pinned_load.unwrap_or(reading.factor);
         let scale = self.engine.scale_factors();
         scale.set_load_factor(factor);
         let metrics = self.engine.metrics();
         metrics.load_factor.set(scale.load_factor());
-        if let Some(smoothed) = self.load.smoothed() {
+        if let Some(smoothed) = self.sources.cpu().smoothed() {
             metrics.system_cpu_ratio.set(smoothed);
         }
+        reading.publish(&metrics.load, GLOBAL_SCOPE, &settings.source);
+        reading.signal
     }
 
     /// Drops the flags the admin API cleared or allowlisted, before judging; which.

@@ -27,6 +27,7 @@ mod request;
 mod resolve;
 mod scale;
 mod tiers;
+mod upstream;
 
 use crate::clock::{Clock, Micros, SystemClock};
 use crate::features::Recorder;
@@ -51,6 +52,7 @@ pub use request::{CheckError, CheckRequest, Cost, MAX_COST, path_of};
 pub use resolve::{DescriptorLimit, Resolved};
 pub use scale::{ScaleFactors, SubjectStanding, Thresholds};
 pub use tiers::{SetTierError, TierCache};
+pub use upstream::{IntervalOutcomes, MAX_LATENCIES_PER_INTERVAL, Outcome, UpstreamOutcomes};
 
 pub struct Engine<S = Backend> {
     rules: ArcSwap<Rules>,
@@ -65,6 +67,8 @@ pub struct Engine<S = Backend> {
     store_latency: prometheus::Histogram,
     /// Every decision and report is recorded here for the control loop's features.
     recorder: Arc<Recorder>,
+    /// Reported outcomes for the `upstream` load source, drained each control cycle.
+    upstream: UpstreamOutcomes,
     clock: Arc<dyn Clock>,
     /// The store outage in progress, told once (request path and control loop alike).
     outage: Arc<StoreOutage>,
@@ -111,6 +115,7 @@ impl<S: Store> Engine<S> {
             store,
             metrics,
             recorder: Arc::new(Recorder::new(TRACKED_SUBJECTS)),
+            upstream: UpstreamOutcomes::default(),
             clock: Arc::new(SystemClock::new()),
             outage: Arc::new(StoreOutage::new()),
         }
@@ -145,6 +150,11 @@ impl<S: Store> Engine<S> {
 
     pub fn recorder(&self) -> &Arc<Recorder> {
         &self.recorder
+    }
+
+    /// The outcomes reported since the last control cycle (the `upstream` load source).
+    pub fn upstream_outcomes(&self) -> &UpstreamOutcomes {
+        &self.upstream
     }
 
     pub fn now(&self) -> Micros {
@@ -201,11 +211,13 @@ impl<S: Store> Engine<S> {
         self.store.ping().await
     }
 
-    /// Records an upstream's status for a user (the error-rate feature), and counts it.
-    pub fn report(&self, user: &str, status: u16) {
-        self.metrics.record_report(status);
-        let subject = self.hasher.user(user);
+    /// Records an upstream's outcome: the status for its user (the error-rate feature), and
+    /// status and latency for the `upstream` load source; counts it.
+    pub fn report(&self, outcome: &Outcome<'_>) {
+        self.metrics.record_report(outcome.status);
+        let subject = self.hasher.user(outcome.user);
         self.recorder
-            .record_status(subject, self.clock.now(), status);
+            .record_status(subject, self.clock.now(), outcome.status);
+        self.upstream.record(outcome.status, outcome.latency_ms);
     }
 }

@@ -6,6 +6,7 @@
 
 mod adaptive;
 mod limits;
+mod load_source;
 
 use super::raw::{RawIdentity, RawPolicy, RawStore};
 use super::{EndpointRule, Identity, KeyScope, PathPattern, Policy, PolicyErrors, Tier};

@@ -97,6 +97,31 @@ pub struct RawLoad {
     pub low_factor: Leaf,
     pub smoothing: Leaf,
     pub factor_override: Leaf,
+    pub source: Leaf,
+    pub upstream: Option<RawUpstream>,
+    pub prometheus: Option<RawPrometheus>,
+    #[serde(flatten)]
+    pub unknown: Unknown,
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(expecting = "a map")]
+pub struct RawUpstream {
+    pub percentile: Leaf,
+    pub latency_target: Leaf,
+    pub error_target: Leaf,
+    pub min_reports: Leaf,
+    #[serde(flatten)]
+    pub unknown: Unknown,
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(expecting = "a map")]
+pub struct RawPrometheus {
+    pub url: Leaf,
+    pub query: Leaf,
+    pub timeout: Leaf,
+    pub keep_last: Leaf,
     #[serde(flatten)]
     pub unknown: Unknown,
 }

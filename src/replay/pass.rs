@@ -10,8 +10,8 @@
 use super::summary::{Scoring, Summary, Tally};
 use super::traffic::{Record, Traffic};
 use crate::clock::{ManualClock, Micros, micros};
-use crate::control::{ControlLoop, LoadSampler, ModelSlot};
-use crate::engine::{CheckError, CheckRequest, Decision, Engine, SubjectHasher};
+use crate::control::{ControlLoop, ModelSlot, NoLoad};
+use crate::engine::{CheckError, CheckRequest, Decision, Engine, Outcome, SubjectHasher};
 use crate::limit::KeyHash;
 use crate::policy::Policy;
 use crate::simulate::Label;
@@ -36,15 +36,6 @@ pub struct PassSetup<'a> {
     /// The secret of the keyed hashes (`RATEWARDEN_HASH_KEY`).
     pub secret: &'a str,
     pub threshold: f64,
-}
-
-/// A replay has no CPU to sample.
-struct NoCpu;
-
-impl LoadSampler for NoCpu {
-    fn sample(&mut self, _now: Micros) -> Option<f64> {
-        None
-    }
 }
 
 /// Replays `traffic` once; `each` sees every request's record and decision in time order,
@@ -132,7 +123,7 @@ impl<'t> Daemon<'t> {
         // daemon does (the command reports it).
         let _ = model.load(setup.model);
         let control =
-            ControlLoop::new(engine.clone(), model, Box::new(NoCpu)).with_pinned_load_factor(1.0);
+            ControlLoop::new(engine.clone(), model, Box::new(NoLoad)).with_pinned_load_factor(1.0);
         let by_hash = traffic
             .subjects
             .iter()
@@ -211,7 +202,12 @@ impl<'t> Daemon<'t> {
         let result = self.engine.check(&request).await;
         if let (Ok(decision), Some(status)) = (&result, record.status) {
             if decision.allowed {
-                self.engine.report(subject, status);
+                self.engine.report(&Outcome {
+                    user: subject,
+                    endpoint: request.endpoint,
+                    status,
+                    latency_ms: None,
+                });
             }
         }
         result
