@@ -17,6 +17,7 @@ mod fleet_window;
 mod load;
 mod model_slot;
 mod prometheus;
+mod scope;
 mod scoring;
 mod source;
 mod upstream;
@@ -29,15 +30,15 @@ pub use load::{Band, LoadController, LoadSampler, NoLoad, SystemLoad};
 pub use model_slot::ModelSlot;
 pub use prometheus::{PrometheusLoad, PrometheusReading, QueryError, query_once};
 pub use scoring::{BegunFlag, SECOND_SIGNAL_DENIED_RATIO};
-pub use source::{LoadReading, LoadSources};
+pub use source::{LoadReading, LoadSources, RuleReading};
 pub use upstream::{MARGIN, UpstreamGradient, UpstreamSignal, percentile};
 
 use crate::clock::Micros;
-use crate::engine::{Engine, Exemption, SubjectStanding, Thresholds};
+use crate::engine::{Engine, Exemption, RuleLoadFactor, SubjectStanding, Thresholds};
 use crate::features::{ActivityWindow, SubjectActivity, SubjectFeatures};
 use crate::limit::KeyHash;
 use crate::metrics::GLOBAL_SCOPE;
-use crate::policy::Policy;
+use crate::policy::{LoadSource, Policy};
 use crate::store::Backend;
 use fleet::FleetControl;
 use hashbrown::HashMap;
@@ -66,8 +67,8 @@ pub struct ControlLoop {
     engine: Arc<Engine<Backend>>,
     model: Arc<ModelSlot>,
     sources: LoadSources,
-    /// Whether the last Prometheus load query failed (a failure is logged once per streak).
-    query_failing: bool,
+    /// The scopes whose last Prometheus load query failed (logged once per streak).
+    failing_queries: hashbrown::HashSet<String>,
     window: ActivityWindow,
     window_len: Duration,
     judge: FlagTracker,
@@ -93,7 +94,7 @@ impl ControlLoop {
             engine,
             model,
             sources: LoadSources::new(sampler),
-            query_failing: false,
+            failing_queries: hashbrown::HashSet::new(),
             window: ActivityWindow::new(window_len),
             window_len,
             judge: FlagTracker::default(),
@@ -182,8 +183,8 @@ impl ControlLoop {
         report
     }
 
-    /// Reads the policy's load source (even when pinned: its gauges still tell operators what
-    /// the service does) and sets the load factor; returns the source's signal.
+    /// Reads the load sources (even when pinned: their gauges still tell operators what the
+    /// service does) and sets the load factors; returns the policy source's signal.
     async fn update_load_factor(
         &mut self,
         now: Micros,
@@ -192,33 +193,69 @@ impl ControlLoop {
     ) -> Option<f64> {
         let settings = &policy.adaptive.load;
         let outcomes = self.engine.upstream_outcomes().drain();
-        let before = self.engine.scale_factors().measured_load_factor();
-        let reading = self.sources.read(now, settings, thresholds, outcomes).await;
-        if reading.factor.total_cmp(&1.0) != before.total_cmp(&1.0) && self.pinned_load.is_none() {
-            // Limits start or stop shrinking (or growing): say why, once per change (not at
-            // every step of the upstream gradient).
-            reading.log_change(&settings.source, thresholds);
-        }
-        match (&reading.query_error, self.query_failing) {
-            (Some(error), false) => tracing::warn!(
-                %error,
-                "load: the Prometheus query failed; the last factor stays for \
-                 adaptive.load.prometheus.keep_last cycles, then 1.0"
-            ),
-            (None, true) => tracing::info!("load: the Prometheus query answers again"),
-            _ => {}
-        }
-        self.query_failing = reading.query_error.is_some();
-        let factor = self.pinned_load.unwrap_or(reading.factor);
-        let scale = self.engine.scale_factors();
-        scale.set_load_factor(factor);
-        let metrics = self.engine.metrics();
+        let scale = self.engine.scale_factors().clone();
+        let metrics = self.engine.metrics().clone();
+        let (reading, rules) = self.sources.read(now, policy, thresholds, outcomes).await;
+        let before = scale.measured_load_factor();
+        self.tell(GLOBAL_SCOPE, &settings.source, &reading, before, thresholds);
+        scale.set_load_factor(self.pinned_load.unwrap_or(reading.factor));
         metrics.load_factor.set(scale.load_factor());
         if let Some(smoothed) = self.sources.cpu().smoothed() {
             metrics.system_cpu_ratio.set(smoothed);
         }
         reading.publish(&metrics.load, GLOBAL_SCOPE, &settings.source);
+
+        let mut rule_factors = vec![None; policy.endpoints.len()];
+        for rule in rules {
+            let before = scale
+                .measured_rule_load_factor(rule.index, &rule.pattern)
+                .unwrap_or(1.0);
+            self.tell(&rule.scope, &rule.source, &rule.reading, before, thresholds);
+            rule.reading
+                .publish(&metrics.load, &rule.scope, &rule.source);
+            if let Some(slot) = rule_factors.get_mut(rule.index) {
+                *slot = Some(RuleLoadFactor {
+                    pattern: rule.pattern,
+                    factor: self.pinned_load.unwrap_or(rule.reading.factor),
+                });
+            }
+        }
+        scale.publish_rule_load_factors(rule_factors);
         reading.signal
+    }
+
+    /// Logs what changed for one scope: its factor crossing 1, its query failing or answering.
+    fn tell(
+        &mut self,
+        scope: &str,
+        source: &LoadSource,
+        reading: &LoadReading,
+        before: f64,
+        thresholds: &Thresholds,
+    ) {
+        let span = tracing::info_span!("load", scope).entered();
+        if reading.factor.total_cmp(&1.0) != before.total_cmp(&1.0) && self.pinned_load.is_none() {
+            // Limits start or stop shrinking (or growing): say why, once per change (not at
+            // every step of the upstream gradient).
+            reading.log_change(source, thresholds);
+        }
+        let was_failing = self.failing_queries.contains(scope);
+        match (&reading.query_error, was_failing) {
+            (Some(error), false) => {
+                tracing::warn!(
+                    %error,
+                    "load: the Prometheus query failed; the last factor stays for \
+                     adaptive.load.prometheus.keep_last cycles, then 1.0"
+                );
+                self.failing_queries.insert(scope.to_owned());
+            }
+            (None, true) => {
+                tracing::info!("load: the Prometheus query answers again");
+                self.failing_queries.remove(scope);
+            }
+            _ => {}
+        }
+        drop(span);
     }
 
     /// Drops the flags the admin API cleared or allowlisted, before judging; which.

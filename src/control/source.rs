@@ -1,14 +1,17 @@
-//! The load factor from the source the policy names (`adaptive.load.source`): the CPU, the
-//! reported upstream outcomes, or a Prometheus query. Each source keeps its own state; a
-//! reload that changes a source's settings starts that source afresh.
+//! The load factors from the sources the policy names: `adaptive.load.source` for the whole
+//! policy, and `endpoints[].load.source` for rules with a source of their own. The CPU is
+//! sampled once per cycle for every scope that reads it; each scope keeps its own upstream
+//! gradient and Prometheus query (see `scope`), and the rules' queries run concurrently.
 
 use super::load::{LoadController, LoadSampler};
-use super::prometheus::{PrometheusLoad, QueryError};
-use super::upstream::{UpstreamGradient, UpstreamSignal};
+use super::prometheus::QueryError;
+use super::scope::ScopeState;
+use super::upstream::UpstreamSignal;
 use crate::clock::Micros;
-use crate::engine::{IntervalOutcomes, Thresholds};
+use crate::engine::{ScopedOutcomes, Thresholds};
 use crate::metrics::LoadMetrics;
-use crate::policy::{LoadSettings, LoadSource};
+use crate::policy::{LoadSource, PathPattern, Policy};
+use hashbrown::HashMap;
 
 /// What the chosen source measured this cycle.
 #[derive(Debug, Clone, PartialEq)]
@@ -103,10 +106,21 @@ impl LoadReading {
 pub struct LoadSources {
     sampler: Box<dyn LoadSampler>,
     cpu: LoadController,
-    upstream: UpstreamGradient,
-    /// Settings the gradient was built for: new targets start it afresh.
-    upstream_for: Option<crate::policy::UpstreamTargets>,
-    prometheus: Option<PrometheusLoad>,
+    global: ScopeState,
+    /// By the rule's pattern as written (`/api/export*`).
+    rules: HashMap<String, ScopeState>,
+}
+
+/// One cycle's reading of an endpoint rule's own source.
+#[derive(Debug, Clone)]
+pub struct RuleReading {
+    /// The rule's index in `endpoints`, and its pattern.
+    pub index: usize,
+    pub pattern: PathPattern,
+    /// The pattern as written: the metrics' `scope` label.
+    pub scope: String,
+    pub source: LoadSource,
+    pub reading: LoadReading,
 }
 
 impl LoadSources {
@@ -114,9 +128,8 @@ impl LoadSources {
         Self {
             sampler,
             cpu: LoadController::default(),
-            upstream: UpstreamGradient::default(),
-            upstream_for: None,
-            prometheus: None,
+            global: ScopeState::default(),
+            rules: HashMap::new(),
         }
     }
 
@@ -126,54 +139,60 @@ impl LoadSources {
         &self.cpu
     }
 
-    /// Samples the CPU, reads the chosen source, and returns its factor and signal.
+    /// Samples the CPU and reads every scope's source: the policy's, then each rule's.
     pub async fn read(
         &mut self,
         now: Micros,
-        settings: &LoadSettings,
+        policy: &Policy,
         thresholds: &Thresholds,
-        mut outcomes: IntervalOutcomes,
-    ) -> LoadReading {
-        let cpu_factor = self
-            .cpu
-            .update(self.sampler.sample(now), settings.smoothing, thresholds);
-        match &settings.source {
-            LoadSource::Cpu => LoadReading {
-                factor: cpu_factor,
-                signal: self.cpu.smoothed(),
-                target: thresholds.load_high,
-                upstream: None,
-                query_error: None,
-            },
-            LoadSource::Upstream(targets) => {
-                if self.upstream_for.as_ref() != Some(targets) {
-                    self.upstream = UpstreamGradient::default();
-                    self.upstream_for = Some(*targets);
-                }
-                let signal = UpstreamSignal::measure(&mut outcomes, targets);
-                let factor = self.upstream.update(signal, settings.smoothing, thresholds);
-                LoadReading {
-                    factor,
-                    signal: signal.map(|s| s.pressure),
-                    target: 1.0,
-                    upstream: signal,
-                    query_error: None,
-                }
-            }
-            LoadSource::Prometheus(query) => {
-                let source = match &mut self.prometheus {
-                    Some(p) if p.query() == query => p,
-                    slot => slot.insert(PrometheusLoad::new(query.clone())),
-                };
-                let reading = source.read(settings.smoothing, thresholds).await;
-                LoadReading {
-                    factor: reading.factor,
-                    signal: reading.smoothed,
-                    target: thresholds.load_high,
-                    upstream: None,
-                    query_error: reading.error,
-                }
-            }
+        mut outcomes: ScopedOutcomes,
+    ) -> (LoadReading, Vec<RuleReading>) {
+        let settings = &policy.adaptive.load;
+        let smoothing = settings.smoothing;
+        self.cpu
+            .update(self.sampler.sample(now), smoothing, thresholds);
+        let cpu = &self.cpu;
+        let global_outcomes = std::mem::take(&mut outcomes.global);
+        let global = self.global.read(
+            &settings.source,
+            smoothing,
+            thresholds,
+            global_outcomes,
+            cpu,
+        );
+        // Rules whose source is gone lose their state with it.
+        let mut states = std::mem::take(&mut self.rules);
+        let rules = policy
+            .endpoints
+            .iter()
+            .enumerate()
+            .filter_map(|(index, rule)| {
+                let source = rule.load_source.clone()?;
+                let scope = rule.pattern.display();
+                let state = states.remove(&scope).unwrap_or_default();
+                let rule_outcomes = outcomes.take_rule(index, &rule.pattern);
+                Some(async move {
+                    let mut state = state;
+                    let reading = state
+                        .read(&source, smoothing, thresholds, rule_outcomes, cpu)
+                        .await;
+                    let read = RuleReading {
+                        index,
+                        pattern: rule.pattern.clone(),
+                        scope,
+                        source,
+                        reading,
+                    };
+                    (state, read)
+                })
+            });
+        let (global, rules) =
+            futures_util::future::join(global, futures_util::future::join_all(rules)).await;
+        let mut readings = Vec::with_capacity(rules.len());
+        for (state, read) in rules {
+            self.rules.insert(read.scope.clone(), state);
+            readings.push(read);
         }
+        (global, readings)
     }
 }

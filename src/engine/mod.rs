@@ -32,7 +32,7 @@ mod upstream;
 use crate::clock::{Clock, Micros, SystemClock};
 use crate::features::Recorder;
 use crate::metrics::Metrics;
-use crate::policy::Policy;
+use crate::policy::{LoadSource, Policy};
 use crate::rules::Rules;
 use crate::store::{Backend, MemoryStore, Store, StoreError};
 use arc_swap::ArcSwap;
@@ -50,9 +50,11 @@ pub use outage::{Answered, StoreOutage};
 pub use plan::{FeatureTrace, Plan};
 pub use request::{CheckError, CheckRequest, Cost, MAX_COST, path_of};
 pub use resolve::{DescriptorLimit, Resolved};
-pub use scale::{ScaleFactors, SubjectStanding, Thresholds};
+pub use scale::{RuleLoadFactor, ScaleFactors, SubjectStanding, Thresholds};
 pub use tiers::{SetTierError, TierCache};
-pub use upstream::{IntervalOutcomes, MAX_LATENCIES_PER_INTERVAL, Outcome, UpstreamOutcomes};
+pub use upstream::{
+    IntervalOutcomes, MAX_LATENCIES_PER_INTERVAL, Outcome, ScopedOutcomes, UpstreamOutcomes,
+};
 
 pub struct Engine<S = Backend> {
     rules: ArcSwap<Rules>,
@@ -79,7 +81,8 @@ pub struct Engine<S = Backend> {
 pub const TRACKED_SUBJECTS: usize = 1_000_000;
 
 /// Exports at 0 every series whose labels the policy and the store fix: the store's errors by
-/// action, and each limit's decisions for every tier it is checked for.
+/// action, each limit's decisions for every tier it is checked for, and the load series of
+/// every rule with its own source.
 fn declare(metrics: &Metrics, policy: &Policy, store: &str) {
     metrics.declare_store(store);
     let shared: Vec<&str> = policy
@@ -93,6 +96,9 @@ fn declare(metrics: &Metrics, policy: &Policy, store: &str) {
         for rule in own.chain(shared.iter().copied()) {
             metrics.declare_limit(rule, &tier.name);
         }
+    }
+    for rule in policy.endpoints.iter().filter(|r| r.load_source.is_some()) {
+        metrics.load.declare(&rule.pattern.display());
     }
 }
 
@@ -218,6 +224,16 @@ impl<S: Store> Engine<S> {
         let subject = self.hasher.user(outcome.user);
         self.recorder
             .record_status(subject, self.clock.now(), outcome.status);
-        self.upstream.record(outcome.status, outcome.latency_ms);
+        let policy = self.policy();
+        // The rule the endpoint matches, when it has an `upstream` source of its own.
+        let own_source = policy
+            .endpoints
+            .iter()
+            .enumerate()
+            .find(|(_, rule)| rule.pattern.matches(outcome.endpoint))
+            .filter(|(_, rule)| matches!(rule.load_source, Some(LoadSource::Upstream(_))))
+            .map(|(i, rule)| (i, &rule.pattern));
+        self.upstream
+            .record(own_source, outcome.status, outcome.latency_ms);
     }
 }

@@ -1,7 +1,12 @@
 //! The protected service's outcomes since the last control cycle, as `/v1/report` carries
 //! them: how many, how many were 5xx, and their latencies. The control loop drains them each
 //! interval into the `upstream` load source; the request path never reads them.
+//!
+//! An endpoint rule with its own `upstream` source gets its reports to itself: a saturated
+//! export backend must not shrink the limits of a search that is fine.
 
+use crate::policy::PathPattern;
+use hashbrown::HashMap;
 use parking_lot::Mutex;
 
 /// Latencies kept per interval; reports past it still count towards the error share. Enough
@@ -54,18 +59,52 @@ impl IntervalOutcomes {
     }
 }
 
+/// One interval's outcomes: the policy-wide ones, and those of each rule with its own
+/// `upstream` source, by the rule's index in `endpoints` (with its pattern, so that outcomes
+/// recorded under a policy a reload replaced are not credited to another rule).
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct ScopedOutcomes {
+    pub global: IntervalOutcomes,
+    pub rules: HashMap<usize, (PathPattern, IntervalOutcomes)>,
+}
+
+impl ScopedOutcomes {
+    /// The outcomes of rule `index`, if they were recorded for `pattern`.
+    pub fn take_rule(&mut self, index: usize, pattern: &PathPattern) -> IntervalOutcomes {
+        match self.rules.remove(&index) {
+            Some((recorded, outcomes)) if &recorded == pattern => outcomes,
+            _ => IntervalOutcomes::default(),
+        }
+    }
+}
+
 #[derive(Debug, Default)]
 pub struct UpstreamOutcomes {
-    pending: Mutex<IntervalOutcomes>,
+    pending: Mutex<ScopedOutcomes>,
 }
 
 impl UpstreamOutcomes {
-    pub fn record(&self, status: u16, latency_ms: Option<f64>) {
-        self.pending.lock().add(status, latency_ms);
+    /// Records an outcome for the policy (`rule` none) or for the rule at that index.
+    pub fn record(
+        &self,
+        rule: Option<(usize, &PathPattern)>,
+        status: u16,
+        latency_ms: Option<f64>,
+    ) {
+        let mut pending = self.pending.lock();
+        match rule {
+            None => pending.global.add(status, latency_ms),
+            Some((index, pattern)) => pending
+                .rules
+                .entry(index)
+                .or_insert_with(|| (pattern.clone(), IntervalOutcomes::default()))
+                .1
+                .add(status, latency_ms),
+        }
     }
 
     /// The outcomes since the last drain; the next interval starts empty.
-    pub fn drain(&self) -> IntervalOutcomes {
+    pub fn drain(&self) -> ScopedOutcomes {
         std::mem::take(&mut *self.pending.lock())
     }
 }

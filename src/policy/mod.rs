@@ -88,6 +88,9 @@ pub struct EndpointRule {
     pub pattern: PathPattern,
     pub key: KeyScope,
     pub adaptive: bool,
+    /// The rule's own load source (`load`): its limits scale by this source's factor instead
+    /// of the policy-wide one. Never set on `default_endpoint`.
+    pub load_source: Option<LoadSource>,
     pub limits: Vec<Limit>,
     /// Where the rule sits in the file, for errors that name it (`endpoints[3]`).
     pub path_in_file: String,

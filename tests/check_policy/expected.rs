@@ -130,6 +130,14 @@ pub const BAD: &[(&str, &[&str])] = &[
         ],
     ),
     (
+        "rule_load_without_source",
+        &["endpoints[0].load.source: is required"],
+    ),
+    (
+        "rule_prometheus_without_query",
+        &["endpoints[1].load.prometheus.query: is required"],
+    ),
+    (
         "bad_store_url",
         &[concat!(
             "store.url: unsupported store \"memcached://127.0.0.1:11211\" ",
@@ -243,5 +251,6 @@ pub const VALID: &[&str] = &[
     "range_edges",
     "redis_sentinel",
     "redis_tls",
+    "rule_load_source",
     "upstream_load",
 ];

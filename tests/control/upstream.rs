@@ -4,7 +4,7 @@
 
 use super::cycle::engine;
 use ratewarden::control::{ControlLoop, ModelSlot, NoLoad, percentile};
-use ratewarden::engine::{CheckRequest, Engine, Outcome};
+use ratewarden::engine::{CheckRequest, Engine, Outcome, SubjectQuery};
 use ratewarden::store::Backend;
 use std::sync::Arc;
 use std::time::Duration;
@@ -123,4 +123,95 @@ fn the_percentile_is_the_nearest_rank() {
     let mut hundred: Vec<f64> = (1..=100).map(f64::from).collect();
     assert_eq!(percentile(&mut hundred, 0.99), Some(99.0));
     assert_eq!(percentile(&mut [], 0.9), None);
+}
+
+const PER_RULE_POLICY: &str = "
+default_tier: free
+tiers:
+  free:
+    limits:
+      - { name: per_minute, algorithm: fixed_window, requests: 100, window: 1m }
+endpoints:
+  - path: /api/search
+    limits: [ { name: search, algorithm: fixed_window, requests: 40, window: 1m } ]
+  - path: /api/export
+    load:
+      source: upstream
+      upstream: { latency_target: 100ms, min_reports: 10 }
+    limits: [ { name: export, algorithm: fixed_window, requests: 40, window: 1m } ]
+adaptive:
+  load:
+    source: upstream
+    smoothing: 0.5
+    high_factor: 0.5
+    low_factor: 1.0
+    upstream: { latency_target: 100ms, min_reports: 10 }
+";
+
+#[tokio::test]
+async fn a_rule_with_its_own_source_scales_its_limits_alone() {
+    let (engine, clock) = engine(PER_RULE_POLICY);
+    let model = Arc::new(ModelSlot::new(engine.metrics().clone()));
+    let mut control = ControlLoop::new(engine.clone(), model, Box::new(NoLoad));
+    // Search is fast (the policy's source); the export backend is four times over its target,
+    // and its reports go to its own source only.
+    for (endpoint, latency_ms) in [("/api/search", 50.0), ("/api/export", 400.0)] {
+        for _ in 0..10 {
+            engine.report(&Outcome {
+                user: "alice",
+                endpoint,
+                status: 200,
+                latency_ms: Some(latency_ms),
+            });
+        }
+    }
+    clock.advance(Duration::from_secs(1));
+    let cycle = control.cycle().await;
+    // Pressure 0.5 aims at 2, capped at low_factor 1.0; export: pressure 4, aim 0.25 capped at
+    // 0.5, half the way from 1.0.
+    assert_eq!((cycle.load_factor, cycle.load_signal), (1.0, Some(0.5)));
+
+    let export = engine
+        .check(&CheckRequest::new("bob", "/api/export"))
+        .await
+        .unwrap();
+    assert_eq!(export.load_factor, 1.0);
+    assert_eq!(export.rule_load_factor, Some(0.75));
+    assert_eq!(
+        export.limit,
+        Some(30),
+        "40 × 0.75, under the tier's 100 × 1.0"
+    );
+    let search = engine
+        .check(&CheckRequest::new("bob", "/api/search"))
+        .await
+        .unwrap();
+    assert_eq!((search.rule_load_factor, search.limit), (None, Some(40)));
+
+    // The admin view names the factor each limit is scaled by.
+    let view = engine
+        .inspect_subject(SubjectQuery {
+            user: "carol",
+            endpoint: Some("/api/export"),
+            ip: None,
+        })
+        .await
+        .unwrap();
+    assert_eq!(view.rule_load_factor, Some(0.75));
+    let limits: Vec<(&str, u64, f64)> = view
+        .limits
+        .iter()
+        .map(|l| (l.name.as_str(), l.effective, l.load_factor))
+        .collect();
+    assert_eq!(limits, [("per_minute", 100, 1.0), ("export", 30, 0.75)]);
+
+    let factor = |scope: &str| {
+        engine
+            .metrics()
+            .load
+            .factor
+            .with_label_values(&[scope])
+            .get()
+    };
+    assert_eq!((factor("global"), factor("/api/export")), (1.0, 0.75));
 }

@@ -56,8 +56,8 @@ fn load(e: &mut Errors, raw: RawLoad, interval: Duration) -> LoadSettings {
         RawSource {
             path: "adaptive.load",
             source: &raw.source,
-            upstream: raw.upstream,
-            prometheus: raw.prometheus,
+            upstream: raw.upstream.as_ref(),
+            prometheus: raw.prometheus.as_ref(),
         },
         interval,
     );

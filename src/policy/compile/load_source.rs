@@ -15,8 +15,8 @@ use std::time::Duration;
 pub(super) struct RawSource<'a> {
     pub path: &'a str,
     pub source: &'a Leaf,
-    pub upstream: Option<RawUpstream>,
-    pub prometheus: Option<RawPrometheus>,
+    pub upstream: Option<&'a RawUpstream>,
+    pub prometheus: Option<&'a RawPrometheus>,
 }
 
 pub(super) fn load_source(e: &mut Errors, raw: RawSource<'_>, interval: Duration) -> LoadSource {
@@ -76,7 +76,7 @@ pub(super) fn load_source(e: &mut Errors, raw: RawSource<'_>, interval: Duration
     }
 }
 
-fn upstream(e: &mut Errors, parent: &str, raw: RawUpstream) -> Option<UpstreamTargets> {
+fn upstream(e: &mut Errors, parent: &str, raw: &RawUpstream) -> Option<UpstreamTargets> {
     let path = &join(parent, "upstream");
     e.unknown_keys(
         path,
@@ -117,7 +117,7 @@ fn upstream(e: &mut Errors, parent: &str, raw: RawUpstream) -> Option<UpstreamTa
 fn prometheus(
     e: &mut Errors,
     path: &str,
-    raw: RawPrometheus,
+    raw: &RawPrometheus,
     interval: Duration,
 ) -> Option<PrometheusQuery> {
     e.unknown_keys(
@@ -159,6 +159,18 @@ fn prometheus(
         timeout,
         keep_last: u32::try_from(keep_last).unwrap_or(5),
     })
+}
+
+/// `adaptive.interval` as written, for rules compiled before the `adaptive` section (its
+/// errors are reported there).
+pub(super) fn written_interval(raw: &Leaf) -> Duration {
+    match raw {
+        Some(Value::String(text)) => crate::yaml::parse_duration(text)
+            .ok()
+            .filter(|d| !d.is_zero())
+            .unwrap_or(Duration::from_secs(1)),
+        _ => Duration::from_secs(1),
+    }
 }
 
 /// `http://host[:port][/prefix]`, without a trailing slash (the API path is appended).
