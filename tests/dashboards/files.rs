@@ -176,6 +176,12 @@ fn dashboards_are_importable_grafana_json_with_rule_and_tier_variables() {
         ("overview", "Load factor and CPU"),
         ("overview", "Control cycle time"),
         ("overview", "Config and model reloads"),
+        // Issue 17: each load source's signal, target and factor.
+        ("overview", "Load signal and target by scope"),
+        ("overview", "Load factor by source scope"),
+        ("overview", "Load query errors"),
+        ("overview", "Upstream latency against target"),
+        ("overview", "Upstream 5xx share against target"),
         ("abuse", "Flagged subjects over time"),
         ("abuse", "Abuse score distribution"),
         ("abuse", "Anomaly rejections by rule"),
