@@ -104,6 +104,13 @@ impl ControlLoop {
         }
     }
 
+    /// Never queries Prometheus (its sources give 1.0): for a replay of past traffic, where
+    /// only the reported upstream outcomes say what the load was.
+    pub fn offline(mut self) -> Self {
+        self.sources = self.sources.offline();
+        self
+    }
+
     /// Uses `factor` as the load factor instead of the one the CPU samples give.
     pub fn with_pinned_load_factor(mut self, factor: f64) -> Self {
         self.pinned_load = Some(factor);

@@ -26,8 +26,17 @@ impl ScopeState {
         thresholds: &Thresholds,
         mut outcomes: IntervalOutcomes,
         cpu: &LoadController,
+        offline: bool,
     ) -> LoadReading {
         match source {
+            // A replay: the Prometheus of the log's time cannot be asked.
+            LoadSource::Prometheus(_) if offline => LoadReading {
+                factor: 1.0,
+                signal: None,
+                target: thresholds.load_high,
+                upstream: None,
+                query_error: None,
+            },
             LoadSource::Cpu => LoadReading {
                 factor: cpu.factor(thresholds),
                 signal: cpu.smoothed(),

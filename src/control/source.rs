@@ -109,6 +109,8 @@ pub struct LoadSources {
     global: ScopeState,
     /// By the rule's pattern as written (`/api/export*`).
     rules: HashMap<String, ScopeState>,
+    /// Prometheus sources give 1.0 without a query (a replay of past traffic).
+    offline: bool,
 }
 
 /// One cycle's reading of an endpoint rule's own source.
@@ -130,7 +132,14 @@ impl LoadSources {
             cpu: LoadController::default(),
             global: ScopeState::default(),
             rules: HashMap::new(),
+            offline: false,
         }
+    }
+
+    /// Never queries Prometheus: its sources give 1.0 (a replay cannot ask the past).
+    pub fn offline(mut self) -> Self {
+        self.offline = true;
+        self
     }
 
     /// The CPU's smoothing and band (sampled whatever the source: the gauge tells operators
@@ -152,6 +161,7 @@ impl LoadSources {
         self.cpu
             .update(self.sampler.sample(now), smoothing, thresholds);
         let cpu = &self.cpu;
+        let offline = self.offline;
         let global_outcomes = std::mem::take(&mut outcomes.global);
         let global = self.global.read(
             &settings.source,
@@ -159,6 +169,7 @@ impl LoadSources {
             thresholds,
             global_outcomes,
             cpu,
+            offline,
         );
         // Rules whose source is gone lose their state with it.
         let mut states = std::mem::take(&mut self.rules);
@@ -174,7 +185,7 @@ impl LoadSources {
                 Some(async move {
                     let mut state = state;
                     let reading = state
-                        .read(&source, smoothing, thresholds, rule_outcomes, cpu)
+                        .read(&source, smoothing, thresholds, rule_outcomes, cpu, offline)
                         .await;
                     let read = RuleReading {
                         index,
