@@ -5,7 +5,7 @@
 use super::load::LoadController;
 use super::prometheus::PrometheusLoad;
 use super::source::LoadReading;
-use super::upstream::{UpstreamGradient, UpstreamSignal};
+use super::upstream::UpstreamGradient;
 use crate::engine::{IntervalOutcomes, Thresholds};
 use crate::policy::{LoadSource, UpstreamTargets};
 
@@ -24,7 +24,7 @@ impl ScopeState {
         source: &LoadSource,
         smoothing: f64,
         thresholds: &Thresholds,
-        mut outcomes: IntervalOutcomes,
+        outcomes: IntervalOutcomes,
         cpu: &LoadController,
         offline: bool,
     ) -> LoadReading {
@@ -49,7 +49,7 @@ impl ScopeState {
                     self.upstream = UpstreamGradient::default();
                     self.upstream_for = Some(*targets);
                 }
-                let signal = UpstreamSignal::measure(&mut outcomes, targets);
+                let signal = self.upstream.measure(outcomes, targets);
                 let factor = self.upstream.update(signal, smoothing, thresholds);
                 LoadReading {
                     factor,

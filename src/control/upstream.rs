@@ -4,8 +4,9 @@
 //!
 //! Hysteresis, as for the CPU: the factor falls as soon as the pressure is above 1, but rises
 //! again only once the pressure is at `1 - MARGIN` or below, so a service hovering at its
-//! target does not see its limits flap. An interval with fewer than `min_reports` reports says
-//! nothing and leaves the factor as it was.
+//! target does not see its limits flap. An interval with fewer than `min_reports` reports leaves
+//! the factor as it was and carries its reports over to the next: limits that shrank the
+//! traffic (and with it the reports) must still hear when the service recovers.
 
 use crate::engine::{IntervalOutcomes, Thresholds};
 use crate::policy::UpstreamTargets;
@@ -60,17 +61,37 @@ pub fn percentile(values: &mut [f64], p: f64) -> Option<f64> {
 #[derive(Debug, Clone)]
 pub struct UpstreamGradient {
     factor: f64,
+    /// Reports of the intervals since the last signal, too few to say anything yet.
+    carried: IntervalOutcomes,
 }
 
 impl Default for UpstreamGradient {
     fn default() -> Self {
-        Self { factor: 1.0 }
+        Self {
+            factor: 1.0,
+            carried: IntervalOutcomes::default(),
+        }
     }
 }
 
 impl UpstreamGradient {
     pub fn factor(&self) -> f64 {
         self.factor
+    }
+
+    /// This interval's signal from its reports and those carried over: `None`, and the
+    /// reports kept for the next interval, while there are fewer than `min_reports`.
+    pub fn measure(
+        &mut self,
+        outcomes: IntervalOutcomes,
+        targets: &UpstreamTargets,
+    ) -> Option<UpstreamSignal> {
+        self.carried.merge(outcomes);
+        let signal = UpstreamSignal::measure(&mut self.carried, targets);
+        if signal.is_some() {
+            self.carried = IntervalOutcomes::default();
+        }
+        signal
     }
 
     /// One interval: moves the factor by `smoothing` of the way to where the pressure says.

@@ -46,6 +46,15 @@ pub struct IntervalOutcomes {
 }
 
 impl IntervalOutcomes {
+    /// Adds `later`'s outcomes to these (the latencies up to the cap).
+    pub fn merge(&mut self, later: IntervalOutcomes) {
+        self.reports += later.reports;
+        self.errors += later.errors;
+        let room = MAX_LATENCIES_PER_INTERVAL.saturating_sub(self.latencies_ms.len());
+        self.latencies_ms
+            .extend(later.latencies_ms.into_iter().take(room));
+    }
+
     pub fn add(&mut self, status: u16, latency_ms: Option<f64>) {
         self.reports += 1;
         if (500..600).contains(&status) {

@@ -57,10 +57,11 @@ async fn the_factor_follows_a_scripted_series_of_reports() {
         (10, 97.0, 0, 0.625, Some(0.97)),
         // Half the target: aim 1.25, half the way.
         (10, 50.0, 0, 0.9375, Some(0.5)),
-        // Too few reports to say anything: holds, no signal.
+        // Too few reports to say anything: holds, no signal; they are carried over.
         (5, 500.0, 0, 0.9375, None),
-        // Fast but 2 of 10 fail: 5xx share 0.2 against 0.05 is pressure 4; aim clamps at 0.5.
-        (10, 50.0, 2, 0.71875, Some(4.0)),
+        // With the 5 carried over: p90 of 15 is the 14th, 500 ms (pressure 5), above the 5xx
+        // share's (2 of 15 against 0.05: 2.67); the aim clamps at 0.5.
+        (10, 50.0, 2, 0.71875, Some(5.0)),
         // Idle and fast: aim clamps at low_factor 1.5.
         (20, 10.0, 0, 1.109375, Some(0.1)),
     ];
