@@ -196,3 +196,32 @@ fn a_tls_ca_is_read_from_beside_the_policy_file() {
         "rediss://app:***@redis.example.com:6380/0"
     );
 }
+
+#[test]
+fn load_sources_take_their_documented_defaults() {
+    use ratewarden::policy::{LoadSource, PrometheusQuery, UpstreamTargets};
+    use std::time::Duration;
+    assert_eq!(
+        valid_fixture("minimal").adaptive.load.source,
+        LoadSource::Cpu
+    );
+    assert_eq!(
+        valid_fixture("upstream_load").adaptive.load.source,
+        LoadSource::Upstream(UpstreamTargets {
+            percentile: 0.9,
+            latency_target: Duration::from_millis(250),
+            error_target: 0.05,
+            min_reports: 10,
+        })
+    );
+    assert_eq!(
+        valid_fixture("prometheus_load").adaptive.load.source,
+        LoadSource::Prometheus(PrometheusQuery {
+            url: "http://prometheus.monitoring:9090/prom".to_owned(),
+            query: r#"avg(rate(node_cpu_seconds_total{job="search", mode!="idle"}[1m]))"#
+                .to_owned(),
+            timeout: Duration::from_millis(500),
+            keep_last: 5,
+        })
+    );
+}

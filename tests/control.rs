@@ -12,6 +12,12 @@ mod judge;
 #[path = "control/cycle.rs"]
 mod cycle;
 
+#[path = "control/upstream.rs"]
+mod upstream;
+
+#[path = "control/prometheus.rs"]
+mod prometheus;
+
 #[path = "control/shared.rs"]
 mod shared;
 

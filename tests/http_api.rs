@@ -10,7 +10,7 @@ use serde_json::{Value, json};
 use std::collections::BTreeSet;
 use std::time::Duration;
 
-const DECISION_FIELDS: [&str; 13] = [
+const DECISION_FIELDS: [&str; 14] = [
     "allowed",
     "limit",
     "remaining",
@@ -20,6 +20,7 @@ const DECISION_FIELDS: [&str; 13] = [
     "violated",
     "scale",
     "load_factor",
+    "rule_load_factor",
     "abuse_score",
     "reason",
     "shadow",
@@ -92,7 +93,7 @@ async fn allowed_check_is_200_json_with_every_field() {
             "allowed": true, "limit": 5, "remaining": 4,
             "reset_after_ms": 60_000, "retry_after_ms": 0,
             "policy": "endpoint:/api/export/export", "violated": [],
-            "scale": 1.0, "load_factor": 1.0, "abuse_score": null,
+            "scale": 1.0, "load_factor": 1.0, "rule_load_factor": null, "abuse_score": null,
             "reason": null, "shadow": false, "degraded": false
         })
     );

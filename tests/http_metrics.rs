@@ -195,11 +195,12 @@ async fn metrics_count_decisions_with_policy_labels_only() {
         !names.contains("ratewarden_model_info"),
         "ratewarden_model_info is present:\n{text}"
     );
-    // Labels: the documented set, plus `le` (histogram buckets) and `class` (reports_total, the
-    // status class 1xx..5xx of a report, an extra metric).
+    // Labels: the documented set, plus `le` (histogram buckets), `class` (reports_total, the
+    // status class 1xx..5xx of a report, an extra metric) and `scope` (the load series: `global`
+    // or a rule's pattern from the policy).
     let allowed: BTreeSet<&str> = [
         "rule", "tier", "outcome", "reason", "api", "store", "action", "result", "kind", "version",
-        "le", "class",
+        "le", "class", "scope",
     ]
     .into();
     let rules: BTreeSet<&str> = [
@@ -215,6 +216,8 @@ async fn metrics_count_decisions_with_policy_labels_only() {
                     ["free", "pro", "enterprise"].contains(&label.as_str()),
                     "{name}: tier {label}"
                 ),
+                // The shipped policy names no rule with a load source of its own.
+                "scope" => assert_eq!(label, "global", "{name}: scope {label}"),
                 // Every API's latency series exists from start-up, at 0.
                 "api" => assert!(
                     ["http", "batch", "auth", "grpc"].contains(&label.as_str()),

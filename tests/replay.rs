@@ -19,3 +19,6 @@ mod sweep;
 
 #[path = "replay/differential.rs"]
 mod differential;
+
+#[path = "replay/upstream.rs"]
+mod upstream;

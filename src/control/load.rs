@@ -17,6 +17,15 @@ pub trait LoadSampler: Send {
     fn sample(&mut self, now: Micros) -> Option<f64>;
 }
 
+/// No CPU to sample: a replay, or a test of another load source.
+pub struct NoLoad;
+
+impl LoadSampler for NoLoad {
+    fn sample(&mut self, _now: Micros) -> Option<f64> {
+        None
+    }
+}
+
 /// The host's CPU share from sysinfo, or the cgroup quota's share inside a limited container.
 pub struct SystemLoad {
     cgroup: Option<CgroupCpu>,

@@ -16,21 +16,29 @@ mod fleet_state;
 mod fleet_window;
 mod load;
 mod model_slot;
+mod prometheus;
+mod scope;
 mod scoring;
+mod source;
+mod upstream;
 
 pub use cgroup::CgroupCpu;
 pub use flags::{Flag, FlagTracker, Scored};
 pub use fleet_redis::fleet_for;
 pub use fleet_state::{Bucket, FleetFuture, FleetState, ListTail, Published};
-pub use load::{Band, LoadController, LoadSampler, SystemLoad};
+pub use load::{Band, LoadController, LoadSampler, NoLoad, SystemLoad};
 pub use model_slot::ModelSlot;
+pub use prometheus::{PrometheusLoad, PrometheusReading, QueryError, query_once};
 pub use scoring::{BegunFlag, SECOND_SIGNAL_DENIED_RATIO};
+pub use source::{LoadReading, LoadSources, RuleReading};
+pub use upstream::{MARGIN, UpstreamGradient, UpstreamSignal, percentile};
 
 use crate::clock::Micros;
-use crate::engine::{Engine, Exemption, SubjectStanding, Thresholds};
+use crate::engine::{Engine, Exemption, RuleLoadFactor, SubjectStanding, Thresholds};
 use crate::features::{ActivityWindow, SubjectActivity, SubjectFeatures};
 use crate::limit::KeyHash;
-use crate::policy::Policy;
+use crate::metrics::GLOBAL_SCOPE;
+use crate::policy::{LoadSource, Policy};
 use crate::store::Backend;
 use fleet::FleetControl;
 use hashbrown::HashMap;
@@ -42,7 +50,10 @@ use std::time::{Duration, Instant};
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct CycleReport {
     pub load_factor: f64,
+    /// The smoothed CPU share (sampled whatever the load source).
     pub smoothed_load: Option<f64>,
+    /// The policy's load source's signal (see [`LoadReading::signal`]).
+    pub load_signal: Option<f64>,
     /// Subjects with activity in the window.
     pub active: usize,
     /// Subjects scored (at least `min_requests` in the window, and a model in force).
@@ -55,8 +66,9 @@ pub struct CycleReport {
 pub struct ControlLoop {
     engine: Arc<Engine<Backend>>,
     model: Arc<ModelSlot>,
-    sampler: Box<dyn LoadSampler>,
-    load: LoadController,
+    sources: LoadSources,
+    /// The scopes whose last Prometheus load query failed (logged once per streak).
+    failing_queries: hashbrown::HashSet<String>,
     window: ActivityWindow,
     window_len: Duration,
     judge: FlagTracker,
@@ -81,8 +93,8 @@ impl ControlLoop {
         Self {
             engine,
             model,
-            sampler,
-            load: LoadController::default(),
+            sources: LoadSources::new(sampler),
+            failing_queries: hashbrown::HashSet::new(),
             window: ActivityWindow::new(window_len),
             window_len,
             judge: FlagTracker::default(),
@@ -90,6 +102,13 @@ impl ControlLoop {
             pinned_load: None,
             novel_subjects: NovelSubjects::default(),
         }
+    }
+
+    /// Never queries Prometheus (its sources give 1.0): for a replay of past traffic, where
+    /// only the reported upstream outcomes say what the load was.
+    pub fn offline(mut self) -> Self {
+        self.sources = self.sources.offline();
+        self
     }
 
     /// Uses `factor` as the load factor instead of the one the CPU samples give.
@@ -107,7 +126,7 @@ impl ControlLoop {
         let metrics = self.engine.metrics().clone();
 
         let thresholds = scale.thresholds();
-        self.update_load_factor(now, &policy, &thresholds);
+        let load_signal = self.update_load_factor(now, &policy, &thresholds).await;
 
         let anomaly = &policy.adaptive.anomaly;
         if anomaly.window != self.window_len {
@@ -121,7 +140,8 @@ impl ControlLoop {
 
         let mut report = CycleReport {
             load_factor: scale.load_factor(),
-            smoothed_load: self.load.smoothed(),
+            smoothed_load: self.sources.cpu().smoothed(),
+            load_signal,
             leader: true,
             ..CycleReport::default()
         };
@@ -170,36 +190,79 @@ impl ControlLoop {
         report
     }
 
-    /// Samples the load (even when pinned: the CPU gauge still tells operators what the host
-    /// does) and sets the load factor.
-    fn update_load_factor(&mut self, now: Micros, policy: &Policy, thresholds: &Thresholds) {
-        let sample = self.sampler.sample(now);
-        let band = self.load.band();
-        let measured = self
-            .load
-            .update(sample, policy.adaptive.load.smoothing, thresholds);
-        if self.load.band() != band && self.pinned_load.is_none() {
-            // Limits change with the band: say why, once per change.
-            let cpu = self.load.smoothed().unwrap_or(0.0);
-            tracing::info!(
-                load_factor = measured,
-                cpu,
-                "load factor {measured}: smoothed CPU share {cpu:.2} (limits scale by \
-                 {} above adaptive.load.high {}, by {} below adaptive.load.low {})",
-                thresholds.load_high_factor,
-                thresholds.load_high,
-                thresholds.load_low_factor,
-                thresholds.load_low
-            );
-        }
-        let factor = self.pinned_load.unwrap_or(measured);
-        let scale = self.engine.scale_factors();
-        scale.set_load_factor(factor);
-        let metrics = self.engine.metrics();
+    /// Reads the load sources (even when pinned: their gauges still tell operators what the
+    /// service does) and sets the load factors; returns the policy source's signal.
+    async fn update_load_factor(
+        &mut self,
+        now: Micros,
+        policy: &Policy,
+        thresholds: &Thresholds,
+    ) -> Option<f64> {
+        let settings = &policy.adaptive.load;
+        let outcomes = self.engine.upstream_outcomes().drain();
+        let scale = self.engine.scale_factors().clone();
+        let metrics = self.engine.metrics().clone();
+        let (reading, rules) = self.sources.read(now, policy, thresholds, outcomes).await;
+        let before = scale.measured_load_factor();
+        self.tell(GLOBAL_SCOPE, &settings.source, &reading, before, thresholds);
+        scale.set_load_factor(self.pinned_load.unwrap_or(reading.factor));
         metrics.load_factor.set(scale.load_factor());
-        if let Some(smoothed) = self.load.smoothed() {
+        if let Some(smoothed) = self.sources.cpu().smoothed() {
             metrics.system_cpu_ratio.set(smoothed);
         }
+        reading.publish(&metrics.load, GLOBAL_SCOPE, &settings.source);
+
+        let mut rule_factors = vec![None; policy.endpoints.len()];
+        for rule in rules {
+            let before = scale
+                .measured_rule_load_factor(rule.index, &rule.pattern)
+                .unwrap_or(1.0);
+            self.tell(&rule.scope, &rule.source, &rule.reading, before, thresholds);
+            rule.reading
+                .publish(&metrics.load, &rule.scope, &rule.source);
+            if let Some(slot) = rule_factors.get_mut(rule.index) {
+                *slot = Some(RuleLoadFactor {
+                    pattern: rule.pattern,
+                    factor: self.pinned_load.unwrap_or(rule.reading.factor),
+                });
+            }
+        }
+        scale.publish_rule_load_factors(rule_factors);
+        reading.signal
+    }
+
+    /// Logs what changed for one scope: its factor crossing 1, its query failing or answering.
+    fn tell(
+        &mut self,
+        scope: &str,
+        source: &LoadSource,
+        reading: &LoadReading,
+        before: f64,
+        thresholds: &Thresholds,
+    ) {
+        let span = tracing::info_span!("load", scope).entered();
+        if reading.factor.total_cmp(&1.0) != before.total_cmp(&1.0) && self.pinned_load.is_none() {
+            // Limits start or stop shrinking (or growing): say why, once per change (not at
+            // every step of the upstream gradient).
+            reading.log_change(source, thresholds);
+        }
+        let was_failing = self.failing_queries.contains(scope);
+        match (&reading.query_error, was_failing) {
+            (Some(error), false) => {
+                tracing::warn!(
+                    %error,
+                    "load: the Prometheus query failed; the last factor stays for \
+                     adaptive.load.prometheus.keep_last cycles, then 1.0"
+                );
+                self.failing_queries.insert(scope.to_owned());
+            }
+            (None, true) => {
+                tracing::info!("load: the Prometheus query answers again");
+                self.failing_queries.remove(scope);
+            }
+            _ => {}
+        }
+        drop(span);
     }
 
     /// Drops the flags the admin API cleared or allowlisted, before judging; which.

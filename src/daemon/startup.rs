@@ -3,14 +3,29 @@
 
 use super::ServeArgs;
 use crate::control::ModelSlot;
-use crate::policy::Policy;
+use crate::policy::{LoadSource, Policy};
 
-/// Where the load factor comes from, in the order that decides it.
-pub(super) fn load_source(args: &ServeArgs, policy: &Policy, sampled: &str) -> (String, f64) {
+/// Where the load factor comes from, in the order that decides it; `cpu` is what the CPU
+/// sampler reads (the cgroup's quota or the host).
+pub(super) fn load_source(args: &ServeArgs, policy: &Policy, cpu: &str) -> (String, f64) {
     match (args.pin_load_factor, policy.adaptive.load.factor_override) {
         (Some(pinned), _) => ("pinned by --pin-load-factor".to_owned(), pinned),
         (None, Some(pinned)) => ("pinned by adaptive.load.factor_override".to_owned(), pinned),
-        (None, None) => (sampled.to_owned(), 1.0),
+        (None, None) => (measured_by(&policy.adaptive.load.source, cpu), 1.0),
+    }
+}
+
+fn measured_by(source: &LoadSource, cpu: &str) -> String {
+    match source {
+        LoadSource::Cpu => cpu.to_owned(),
+        LoadSource::Upstream(t) => format!(
+            "upstream reports (p{} latency target {:?}, 5xx share target {})",
+            t.percentile * 100.0,
+            t.latency_target,
+            t.error_target
+        ),
+        // The URL names host and path only (a policy holds no credentials in it: no `@`).
+        LoadSource::Prometheus(q) => format!("the Prometheus query at {}", q.url),
     }
 }
 

@@ -57,6 +57,9 @@ pub struct Decision {
     pub degraded: bool,
     pub scale: f64,
     pub load_factor: f64,
+    /// The factor of the endpoint rule's own load source (its limits scale by it instead of
+    /// `load_factor`); `None` when the rule has none.
+    pub rule_load_factor: Option<f64>,
     pub abuse_score: Option<f64>,
     /// The request's cost.
     pub cost: u64,
@@ -92,6 +95,7 @@ impl Decision {
             degraded: false,
             scale: plan.reported_scale(),
             load_factor: plan.load_factor,
+            rule_load_factor: plan.rule_load_factor,
             abuse_score: plan.abuse_score,
             cost: plan.cost,
             cost_exceeds_limit: findings.cost_exceeds_limit,
@@ -227,7 +231,7 @@ impl Findings {
             Reason::Quota
         } else if flagged && plan.anomaly_enforced && all_pass_at(1) {
             Reason::Anomaly
-        } else if plan.load_factor != 1.0 && all_pass_at(0) {
+        } else if plan.load_scaled() && all_pass_at(0) {
             Reason::Load
         } else if beyond_effective {
             if flagged && plan.anomaly_enforced {

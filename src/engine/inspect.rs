@@ -41,6 +41,9 @@ pub struct SubjectInspection {
     pub abuse_score: Option<f64>,
     pub flagged: bool,
     pub load_factor: f64,
+    /// The factor of the endpoint rule's own load source, which its limits scale by instead
+    /// of `load_factor`; `None` when the rule has none.
+    pub rule_load_factor: Option<f64>,
     /// The load factor for this tier times the applied anomaly factor.
     pub scale: f64,
     /// The last control cycle's view of the subject; `None` without activity in the window.
@@ -76,6 +79,9 @@ pub struct LimitUsage {
     pub window: Duration,
     pub key: KeyScope,
     pub shadow: bool,
+    /// The load factor this limit is scaled by: the rule's own, the policy's, or 1 when it
+    /// is exempt (`adaptive: false`).
+    pub load_factor: f64,
 }
 
 /// Why a subject cannot be shown.
@@ -110,6 +116,7 @@ impl<S: Store> Engine<S> {
         let at_base = if scaled {
             let mut unscaled = plan.clone();
             unscaled.load_factor = 1.0;
+            unscaled.rule_load_factor = unscaled.rule_load_factor.map(|_| 1.0);
             unscaled.anomaly_factor = 1.0;
             Some(self.dry_run(&unscaled).await?)
         } else {
@@ -130,6 +137,7 @@ impl<S: Store> Engine<S> {
             abuse_score: plan.abuse_score,
             flagged: plan.flagged,
             load_factor: plan.load_factor,
+            rule_load_factor: plan.rule_load_factor,
             scale: plan.reported_scale(),
             observed: self.scale.observed(plan.user),
             threshold: self.scale.thresholds().anomaly_threshold,
@@ -204,6 +212,11 @@ fn usage(
                 window: limit.window,
                 key: if by_ip { KeyScope::Ip } else { KeyScope::User },
                 shadow: limit.shadow,
+                load_factor: if resolved.is_adaptive(i) {
+                    plan.load_factor_of(i)
+                } else {
+                    1.0
+                },
             }
         })
         .collect()

@@ -27,11 +27,12 @@ mod request;
 mod resolve;
 mod scale;
 mod tiers;
+mod upstream;
 
 use crate::clock::{Clock, Micros, SystemClock};
 use crate::features::Recorder;
 use crate::metrics::Metrics;
-use crate::policy::Policy;
+use crate::policy::{LoadSource, Policy};
 use crate::rules::Rules;
 use crate::store::{Backend, MemoryStore, Store, StoreError};
 use arc_swap::ArcSwap;
@@ -49,8 +50,11 @@ pub use outage::{Answered, StoreOutage};
 pub use plan::{FeatureTrace, Plan};
 pub use request::{CheckError, CheckRequest, Cost, MAX_COST, path_of};
 pub use resolve::{DescriptorLimit, Resolved};
-pub use scale::{ScaleFactors, SubjectStanding, Thresholds};
+pub use scale::{RuleLoadFactor, ScaleFactors, SubjectStanding, Thresholds};
 pub use tiers::{SetTierError, TierCache};
+pub use upstream::{
+    IntervalOutcomes, MAX_LATENCIES_PER_INTERVAL, Outcome, ScopedOutcomes, UpstreamOutcomes,
+};
 
 pub struct Engine<S = Backend> {
     rules: ArcSwap<Rules>,
@@ -65,6 +69,8 @@ pub struct Engine<S = Backend> {
     store_latency: prometheus::Histogram,
     /// Every decision and report is recorded here for the control loop's features.
     recorder: Arc<Recorder>,
+    /// Reported outcomes for the `upstream` load source, drained each control cycle.
+    upstream: UpstreamOutcomes,
     clock: Arc<dyn Clock>,
     /// The store outage in progress, told once (request path and control loop alike).
     outage: Arc<StoreOutage>,
@@ -75,7 +81,8 @@ pub struct Engine<S = Backend> {
 pub const TRACKED_SUBJECTS: usize = 1_000_000;
 
 /// Exports at 0 every series whose labels the policy and the store fix: the store's errors by
-/// action, and each limit's decisions for every tier it is checked for.
+/// action, each limit's decisions for every tier it is checked for, and the load series of
+/// every rule with its own source.
 fn declare(metrics: &Metrics, policy: &Policy, store: &str) {
     metrics.declare_store(store);
     let shared: Vec<&str> = policy
@@ -89,6 +96,9 @@ fn declare(metrics: &Metrics, policy: &Policy, store: &str) {
         for rule in own.chain(shared.iter().copied()) {
             metrics.declare_limit(rule, &tier.name);
         }
+    }
+    for rule in policy.endpoints.iter().filter(|r| r.load_source.is_some()) {
+        metrics.load.declare(&rule.pattern.display());
     }
 }
 
@@ -111,6 +121,7 @@ impl<S: Store> Engine<S> {
             store,
             metrics,
             recorder: Arc::new(Recorder::new(TRACKED_SUBJECTS)),
+            upstream: UpstreamOutcomes::default(),
             clock: Arc::new(SystemClock::new()),
             outage: Arc::new(StoreOutage::new()),
         }
@@ -145,6 +156,11 @@ impl<S: Store> Engine<S> {
 
     pub fn recorder(&self) -> &Arc<Recorder> {
         &self.recorder
+    }
+
+    /// The outcomes reported since the last control cycle (the `upstream` load source).
+    pub fn upstream_outcomes(&self) -> &UpstreamOutcomes {
+        &self.upstream
     }
 
     pub fn now(&self) -> Micros {
@@ -201,11 +217,23 @@ impl<S: Store> Engine<S> {
         self.store.ping().await
     }
 
-    /// Records an upstream's status for a user (the error-rate feature), and counts it.
-    pub fn report(&self, user: &str, status: u16) {
-        self.metrics.record_report(status);
-        let subject = self.hasher.user(user);
+    /// Records an upstream's outcome: the status for its user (the error-rate feature), and
+    /// status and latency for the `upstream` load source; counts it.
+    pub fn report(&self, outcome: &Outcome<'_>) {
+        self.metrics.record_report(outcome.status);
+        let subject = self.hasher.user(outcome.user);
         self.recorder
-            .record_status(subject, self.clock.now(), status);
+            .record_status(subject, self.clock.now(), outcome.status);
+        let policy = self.policy();
+        // The rule the endpoint matches, when it has an `upstream` source of its own.
+        let own_source = policy
+            .endpoints
+            .iter()
+            .enumerate()
+            .find(|(_, rule)| rule.pattern.matches(outcome.endpoint))
+            .filter(|(_, rule)| matches!(rule.load_source, Some(LoadSource::Upstream(_))))
+            .map(|(i, rule)| (i, &rule.pattern));
+        self.upstream
+            .record(own_source, outcome.status, outcome.latency_ms);
     }
 }

@@ -15,6 +15,9 @@ pub struct Plan {
     pub ip: Option<KeyHash>,
     pub cost: u64,
     pub load_factor: f64,
+    /// The factor of the endpoint rule's own load source, which its limits scale by instead
+    /// of `load_factor`; `None` when the rule has no source of its own.
+    pub rule_load_factor: Option<f64>,
     /// The anomaly factor of this subject (1.0 when not flagged).
     pub anomaly_factor: f64,
     /// `false` under `anomaly.shadow`: the factor is only evaluated, never applied.
@@ -49,9 +52,23 @@ pub struct Scales {
 }
 
 impl Plan {
+    /// The load factor limit `i` scales by, adaptive or not: the rule's own for the endpoint
+    /// rule's limits when it has a source, else the policy-wide one.
+    pub fn load_factor_of(&self, i: usize) -> f64 {
+        match self.rule_load_factor {
+            Some(factor) if i >= self.resolved.tier_limit_count() => factor,
+            _ => self.load_factor,
+        }
+    }
+
+    /// Whether any limit is scaled by a load factor other than 1.
+    pub fn load_scaled(&self) -> bool {
+        self.load_factor != 1.0 || self.rule_load_factor.is_some_and(|f| f != 1.0)
+    }
+
     pub fn scales(&self, i: usize) -> Scales {
         let load = if self.resolved.is_adaptive(i) {
-            self.load_factor
+            self.load_factor_of(i)
         } else {
             1.0
         };

@@ -75,7 +75,9 @@ impl<S: Store> Engine<S> {
         let now = self.clock.now();
         let flagged = standing.is_some_and(|s| s.flagged(thresholds.anomaly_threshold, now))
             && !subject.is_some_and(|s| self.scale.exemptions().is_exempt(s, now));
+        let rule_load_factor = self.rule_load_factor(&resolved, thresholds.load_factor_override);
         Plan {
+            rule_load_factor,
             resolved,
             user: key,
             ip,
@@ -102,5 +104,21 @@ impl<S: Store> Engine<S> {
             flagged,
             trace,
         }
+    }
+
+    /// The factor of the request's endpoint rule when it has its own load source (1.0 until
+    /// a cycle measured it); the override wins over it as over the policy-wide factor.
+    fn rule_load_factor(&self, resolved: &Resolved, override_factor: Option<f64>) -> Option<f64> {
+        if resolved.descriptor.is_some() {
+            return None;
+        }
+        let index = resolved.rule?;
+        let rule = resolved.policy.endpoints.get(index)?;
+        rule.load_source.as_ref()?;
+        Some(override_factor.unwrap_or_else(|| {
+            self.scale
+                .measured_rule_load_factor(index, &rule.pattern)
+                .unwrap_or(1.0)
+        }))
     }
 }

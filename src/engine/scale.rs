@@ -7,7 +7,7 @@ use super::Exemptions;
 use crate::clock::Micros;
 use crate::features::SubjectFeatures;
 use crate::limit::KeyHash;
-use crate::policy::Policy;
+use crate::policy::{PathPattern, Policy};
 use arc_swap::ArcSwap;
 use hashbrown::HashMap;
 use serde::{Deserialize, Serialize};
@@ -65,6 +65,13 @@ impl Thresholds {
     }
 }
 
+/// The load factor of an endpoint rule with its own source.
+#[derive(Debug, Clone, PartialEq)]
+pub struct RuleLoadFactor {
+    pub pattern: PathPattern,
+    pub factor: f64,
+}
+
 /// What the last control cycle concluded about one subject.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct SubjectStanding {
@@ -90,6 +97,8 @@ pub struct ScaleFactors {
     /// reset them), so no change is lost or undone by a concurrent one.
     writes: parking_lot::Mutex<()>,
     load_factor: AtomicU64,
+    /// The factors of the endpoint rules with their own load source, by index in `endpoints`.
+    rule_load: ArcSwap<Vec<Option<RuleLoadFactor>>>,
     thresholds: ArcSwap<Thresholds>,
     standings: ArcSwap<HashMap<KeyHash, SubjectStanding>>,
     /// Features of the subjects active in the anomaly window (the admin view shows them),
@@ -104,6 +113,7 @@ impl ScaleFactors {
         Self {
             writes: parking_lot::Mutex::new(()),
             load_factor: AtomicU64::new(1.0f64.to_bits()),
+            rule_load: ArcSwap::default(),
             thresholds: ArcSwap::from_pointee(thresholds),
             standings: ArcSwap::default(),
             observed: ArcSwap::default(),
@@ -126,6 +136,21 @@ impl ScaleFactors {
 
     pub fn set_load_factor(&self, factor: f64) {
         self.load_factor.store(factor.to_bits(), Ordering::Relaxed);
+    }
+
+    /// The measured factor of the rule at `index` in `endpoints`, when the last cycle measured
+    /// one for a rule of that pattern (a reload may have moved rules since).
+    pub fn measured_rule_load_factor(&self, index: usize, pattern: &PathPattern) -> Option<f64> {
+        let rules = self.rule_load.load();
+        match rules.get(index) {
+            Some(Some(rule)) if &rule.pattern == pattern => Some(rule.factor),
+            _ => None,
+        }
+    }
+
+    /// Replaces the rules' factors at once (one control cycle's result).
+    pub fn publish_rule_load_factors(&self, factors: Vec<Option<RuleLoadFactor>>) {
+        self.rule_load.store(Arc::new(factors));
     }
 
     /// Held while reading, changing and storing the thresholds.

@@ -23,6 +23,9 @@ pub struct DecisionBody {
     pub violated: Vec<String>,
     pub scale: f64,
     pub load_factor: f64,
+    /// The factor of the endpoint rule's own load source (`endpoints[].load`), which the
+    /// rule's limits scale by instead of `load_factor`; null when the rule has none.
+    pub rule_load_factor: Option<f64>,
     pub abuse_score: Option<f64>,
     /// quota, burst, load, anomaly or store_unavailable; null when allowed.
     pub reason: Option<String>,
@@ -47,6 +50,7 @@ impl From<&Decision> for DecisionBody {
             violated: d.violated_names().map(str::to_owned).collect(),
             scale: d.scale,
             load_factor: d.load_factor,
+            rule_load_factor: d.rule_load_factor,
             abuse_score: d.abuse_score,
             reason: d.reason.map(|r| r.label().to_owned()),
             shadow: d.shadow,

@@ -1,9 +1,11 @@
-//! `POST /v1/report`: the upstream's outcome of a request (feeds the error-rate feature).
+//! `POST /v1/report`: the upstream's outcome of a request (feeds the error-rate feature and
+//! the `upstream` load source).
 
 use super::AppState;
 use super::body::JsonBody;
 use super::check::{MAX_ENDPOINT_BYTES, MAX_USER_BYTES, optional_ip, required_text};
 use super::problem::Problem;
+use crate::engine::Outcome;
 use axum::extract::State;
 use axum::http::StatusCode;
 use serde::Deserialize;
@@ -45,7 +47,7 @@ pub async fn report(
     JsonBody(body): JsonBody<ReportBody>,
 ) -> Result<StatusCode, Problem> {
     let user = required_text(body.user, "user", MAX_USER_BYTES)?;
-    required_text(body.endpoint, "endpoint", MAX_ENDPOINT_BYTES)?;
+    let endpoint = required_text(body.endpoint, "endpoint", MAX_ENDPOINT_BYTES)?;
     let status = match body.status {
         None => return Err(Problem::bad_request("field `status` is required")),
         Some(s) if (100..=599).contains(&s) => s,
@@ -63,9 +65,12 @@ pub async fn report(
             ));
         }
     }
-    // In range by the match above.
-    state
-        .engine
-        .report(&user, u16::try_from(status).unwrap_or(599));
+    state.engine.report(&Outcome {
+        user: &user,
+        endpoint: &endpoint,
+        // In range by the match above.
+        status: u16::try_from(status).unwrap_or(599),
+        latency_ms: body.latency_ms,
+    });
     Ok(StatusCode::ACCEPTED)
 }

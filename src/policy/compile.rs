@@ -6,6 +6,7 @@
 
 mod adaptive;
 mod limits;
+mod load_source;
 
 use super::raw::{RawIdentity, RawPolicy, RawStore};
 use super::{EndpointRule, Identity, KeyScope, PathPattern, Policy, PolicyErrors, Tier};
@@ -13,6 +14,7 @@ use crate::store::{OnError, StoreSettings, StoreUrl, TlsCa};
 use crate::yaml::fields::{Errors, join};
 use crate::yaml::parse;
 use limits::{compile_endpoint, compile_tier, limits};
+use load_source::written_interval;
 use serde_yaml_ng::Value;
 use std::collections::HashSet;
 use std::num::NonZeroU64;
@@ -49,7 +51,11 @@ pub(super) fn compile(text: &str, base_dir: &Path) -> Result<Policy, PolicyError
     let identity = identity(&mut e, raw.identity.take().unwrap_or_default());
     let tiers = tiers(&mut e, &raw);
     let default_tier = default_tier(&mut e, &raw, &tiers);
-    let endpoints = endpoints(&mut e, &raw);
+    let interval = raw
+        .adaptive
+        .as_ref()
+        .map_or(Duration::from_secs(1), |a| written_interval(&a.interval));
+    let endpoints = endpoints(&mut e, &raw, interval);
     let default_endpoint = default_endpoint(&mut e, &raw);
     let envoy_config = raw
         .envoy_config
@@ -102,12 +108,12 @@ fn default_tier(e: &mut Errors, raw: &RawPolicy, tiers: &[Tier]) -> Option<usize
     })
 }
 
-fn endpoints(e: &mut Errors, raw: &RawPolicy) -> Vec<EndpointRule> {
+fn endpoints(e: &mut Errors, raw: &RawPolicy, interval: Duration) -> Vec<EndpointRule> {
     let mut endpoints = Vec::new();
     let mut seen_paths = HashSet::new();
     for (i, raw_rule) in raw.endpoints.iter().flatten().enumerate() {
         let path = format!("endpoints[{i}]");
-        if let Some(rule) = compile_endpoint(e, &path, raw_rule) {
+        if let Some(rule) = compile_endpoint(e, &path, raw_rule, interval) {
             if !seen_paths.insert(rule.pattern.clone()) {
                 e.push(
                     &join(&path, "path"),
@@ -143,6 +149,7 @@ fn default_endpoint(e: &mut Errors, raw: &RawPolicy) -> EndpointRule {
         pattern: PathPattern::Default,
         key: KeyScope::User,
         adaptive,
+        load_source: None,
         limits,
         path_in_file: "default_endpoint".to_owned(),
     }

@@ -5,6 +5,7 @@
 //! in `raw` and compiles them, collecting every error with its path in the file.
 
 mod compile;
+mod load_source;
 pub(crate) mod raw;
 
 use crate::limit::Limit;
@@ -14,6 +15,7 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 pub use crate::yaml::{PolicyError, PolicyErrors, parse_duration};
+pub use load_source::{LOAD_SOURCE_NAMES, LoadSource, PrometheusQuery, UpstreamTargets};
 
 /// A whole, valid policy.
 #[derive(Debug, Clone)]
@@ -86,6 +88,9 @@ pub struct EndpointRule {
     pub pattern: PathPattern,
     pub key: KeyScope,
     pub adaptive: bool,
+    /// The rule's own load source (`load`): its limits scale by this source's factor instead
+    /// of the policy-wide one. Never set on `default_endpoint`.
+    pub load_source: Option<LoadSource>,
     pub limits: Vec<Limit>,
     /// Where the rule sits in the file, for errors that name it (`endpoints[3]`).
     pub path_in_file: String,
@@ -98,8 +103,9 @@ pub struct Adaptive {
     pub anomaly: AnomalySettings,
 }
 
-#[derive(Debug, Clone, Copy, PartialEq)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct LoadSettings {
+    pub source: LoadSource,
     pub high: f64,
     pub low: f64,
     pub high_factor: f64,

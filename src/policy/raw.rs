@@ -59,6 +59,7 @@ pub struct RawEndpoint {
     pub path: Leaf,
     pub key: Leaf,
     pub adaptive: Leaf,
+    pub load: Option<RawRuleLoad>,
     pub limits: Option<Vec<RawLimit>>,
     #[serde(flatten)]
     pub unknown: Unknown,
@@ -97,6 +98,42 @@ pub struct RawLoad {
     pub low_factor: Leaf,
     pub smoothing: Leaf,
     pub factor_override: Leaf,
+    pub source: Leaf,
+    pub upstream: Option<RawUpstream>,
+    pub prometheus: Option<RawPrometheus>,
+    #[serde(flatten)]
+    pub unknown: Unknown,
+}
+
+/// An endpoint rule's own load source: the source keys of `adaptive.load`.
+#[derive(Debug, Default, Deserialize)]
+#[serde(expecting = "a map")]
+pub struct RawRuleLoad {
+    pub source: Leaf,
+    pub upstream: Option<RawUpstream>,
+    pub prometheus: Option<RawPrometheus>,
+    #[serde(flatten)]
+    pub unknown: Unknown,
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(expecting = "a map")]
+pub struct RawUpstream {
+    pub percentile: Leaf,
+    pub latency_target: Leaf,
+    pub error_target: Leaf,
+    pub min_reports: Leaf,
+    #[serde(flatten)]
+    pub unknown: Unknown,
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(expecting = "a map")]
+pub struct RawPrometheus {
+    pub url: Leaf,
+    pub query: Leaf,
+    pub timeout: Leaf,
+    pub keep_last: Leaf,
     #[serde(flatten)]
     pub unknown: Unknown,
 }

@@ -3,17 +3,19 @@
 //!
 //! Nothing here decides anything: requests go through [`Engine::check`], upstream statuses of
 //! allowed requests through [`Engine::report`] (a denied request never reached the upstream),
-//! scores and flags come from [`ControlLoop::cycle`]. The measured load factor is pinned at 1:
-//! a log says nothing of the CPU the daemon would have had; only the policy's
-//! `adaptive.load.factor_override` makes `load` denials.
+//! scores and flags come from [`ControlLoop::cycle`]. A log says nothing of the CPU the daemon
+//! would have had, and the Prometheus of its time cannot be asked: those sources give 1.0.
+//! The `upstream` source follows the statuses (and latencies, where the log has them) of the
+//! allowed requests, so a replay shows how adaptive limits would have behaved; the policy's
+//! `adaptive.load.factor_override` pins the factor as in the daemon.
 
-use super::summary::{Scoring, Summary, Tally};
+use super::summary::{LoadStats, Scoring, Summary, Tally};
 use super::traffic::{Record, Traffic};
 use crate::clock::{ManualClock, Micros, micros};
-use crate::control::{ControlLoop, LoadSampler, ModelSlot};
-use crate::engine::{CheckError, CheckRequest, Decision, Engine, SubjectHasher};
+use crate::control::{ControlLoop, ModelSlot, NoLoad};
+use crate::engine::{CheckError, CheckRequest, Decision, Engine, Outcome, SubjectHasher};
 use crate::limit::KeyHash;
-use crate::policy::Policy;
+use crate::policy::{LoadSource, Policy};
 use crate::simulate::Label;
 use crate::store::{Backend, MemoryStore};
 use hashbrown::HashMap;
@@ -36,15 +38,6 @@ pub struct PassSetup<'a> {
     /// The secret of the keyed hashes (`RATEWARDEN_HASH_KEY`).
     pub secret: &'a str,
     pub threshold: f64,
-}
-
-/// A replay has no CPU to sample.
-struct NoCpu;
-
-impl LoadSampler for NoCpu {
-    fn sample(&mut self, _now: Micros) -> Option<f64> {
-        None
-    }
 }
 
 /// Replays `traffic` once; `each` sees every request's record and decision in time order,
@@ -79,7 +72,9 @@ pub async fn replay_pass(
     // One more cycle, so subjects flagged by their last requests are counted.
     daemon.cycle(daemon.next_cycle, &mut tally).await;
     progress(traffic.records.len() as u64);
-    tally.finish(traffic, labels)
+    let mut summary = tally.finish(traffic, labels);
+    summary.load = daemon.load;
+    summary
 }
 
 /// A duration as a policy writes it: `10m`, `1h`, `90s`, `250ms`.
@@ -109,6 +104,10 @@ struct Daemon<'t> {
     next_cycle: Micros,
     next_sweep: Micros,
     last_request: Micros,
+    /// The `upstream` source's factors so far (`None` with another source), and when the
+    /// factor in force began.
+    load: Option<LoadStats>,
+    factor_since: (f64, Micros),
 }
 
 impl<'t> Daemon<'t> {
@@ -131,8 +130,7 @@ impl<'t> Daemon<'t> {
         // An unreadable model leaves the slot empty: limits without anomaly scaling, as the
         // daemon does (the command reports it).
         let _ = model.load(setup.model);
-        let control =
-            ControlLoop::new(engine.clone(), model, Box::new(NoCpu)).with_pinned_load_factor(1.0);
+        let control = ControlLoop::new(engine.clone(), model, Box::new(NoLoad)).offline();
         let by_hash = traffic
             .subjects
             .iter()
@@ -152,6 +150,17 @@ impl<'t> Daemon<'t> {
             next_cycle: first + interval,
             next_sweep: first + micros(SWEEP_EVERY),
             last_request: first,
+            load: matches!(policy.adaptive.load.source, LoadSource::Upstream(_)).then_some(
+                LoadStats {
+                    lowest_factor: 1.0,
+                    highest_factor: 1.0,
+                    seconds_below_one: 0.0,
+                    seconds_above_one: 0.0,
+                    latencies: 0,
+                    reported: 0,
+                },
+            ),
+            factor_since: (1.0, first),
         }
     }
 
@@ -170,6 +179,7 @@ impl<'t> Daemon<'t> {
     async fn cycle(&mut self, at: Micros, tally: &mut Tally) {
         self.clock.set(at);
         let report = self.control.cycle().await;
+        self.track_load(at, report.load_factor);
         let standings = self.engine.scale_factors().standings();
         if report.scored > 0 {
             let by_hash = &self.by_hash;
@@ -189,6 +199,23 @@ impl<'t> Daemon<'t> {
                     .filter_map(|(h, s)| Some((*self.by_hash.get(h)?, s.abuse_score))),
             );
         }
+    }
+
+    /// Counts the log time the previous factor was in force, and the new factor's extremes.
+    fn track_load(&mut self, at: Micros, factor: f64) {
+        let Some(load) = &mut self.load else {
+            return;
+        };
+        let (previous, since) = self.factor_since;
+        let seconds = at.saturating_sub(since) as f64 / 1e6;
+        if previous < 1.0 {
+            load.seconds_below_one += seconds;
+        } else if previous > 1.0 {
+            load.seconds_above_one += seconds;
+        }
+        load.lowest_factor = load.lowest_factor.min(factor);
+        load.highest_factor = load.highest_factor.max(factor);
+        self.factor_since = (factor, at);
     }
 
     /// Decides one request at its time, and reports its upstream status when it was allowed.
@@ -211,7 +238,16 @@ impl<'t> Daemon<'t> {
         let result = self.engine.check(&request).await;
         if let (Ok(decision), Some(status)) = (&result, record.status) {
             if decision.allowed {
-                self.engine.report(subject, status);
+                if let Some(load) = &mut self.load {
+                    load.reported += 1;
+                    load.latencies += u64::from(record.latency_ms.is_some());
+                }
+                self.engine.report(&Outcome {
+                    user: subject,
+                    endpoint: request.endpoint,
+                    status,
+                    latency_ms: record.latency_ms.map(f64::from),
+                });
             }
         }
         result

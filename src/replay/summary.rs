@@ -205,4 +205,21 @@ pub struct Summary {
     pub top_denied: Vec<SubjectRow>,
     pub labels: Option<LabelStats>,
     pub timeline: Timeline,
+    /// How the `upstream` load source moved the load factor (`None` with another source).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub load: Option<LoadStats>,
+}
+
+/// The load factor the `upstream` source gave over the replay, from the log's statuses and
+/// latencies of the allowed requests.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+pub struct LoadStats {
+    pub lowest_factor: f64,
+    pub highest_factor: f64,
+    /// Log time spent with the factor below 1 (limits shrunk), and above 1.
+    pub seconds_below_one: f64,
+    pub seconds_above_one: f64,
+    /// Allowed requests whose latency the log gave, of those reported.
+    pub latencies: u64,
+    pub reported: u64,
 }

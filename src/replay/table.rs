@@ -90,8 +90,21 @@ fn write_inputs(out: &mut String, report: &Report) -> std::fmt::Result {
     )
 }
 
-/// Where the replay's load factor came from: a log has no CPU, so only the policy pins one.
+/// Where the replay's load factor came from: a log has no CPU, so only the policy pins one,
+/// or the `upstream` source follows the log's outcomes.
 fn load_factor(report: &Report) -> String {
+    if let Some(load) = &report.summary.load {
+        return format!(
+            "from upstream reports: {:.2} to {:.2}, below 1 for {:.0} s, above 1 for {:.0} s \
+             ({} of {} allowed requests with a latency)",
+            load.lowest_factor,
+            load.highest_factor,
+            load.seconds_below_one,
+            load.seconds_above_one,
+            load.latencies,
+            load.reported
+        );
+    }
     if report.load_factor == 1.0 {
         "1 (a log has no CPU; pin adaptive.load.factor_override for load denials)".into()
     } else {

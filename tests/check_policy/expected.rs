@@ -94,6 +94,50 @@ pub const BAD: &[(&str, &[&str])] = &[
         &["adaptive.load.factor_override: must be between 0 and 10"],
     ),
     (
+        "load_source_unknown",
+        &["adaptive.load.source: must be one of cpu, upstream, prometheus"],
+    ),
+    (
+        "upstream_without_latency_target",
+        &[
+            "adaptive.load.upstream.latency_target: is required when adaptive.load.source is upstream",
+        ],
+    ),
+    (
+        "upstream_percentile_as_percentage",
+        &["adaptive.load.upstream.percentile: must be greater than 0 and at most 1"],
+    ),
+    (
+        "prometheus_without_url",
+        &["adaptive.load.prometheus.url: is required"],
+    ),
+    (
+        "prometheus_https_url",
+        &[concat!(
+            "adaptive.load.prometheus.url: \"https://prometheus.example:9090\" is not an http:// ",
+            "URL with a host (such as http://prometheus:9090; https is not supported: reach a TLS ",
+            "Prometheus through a local proxy)"
+        )],
+    ),
+    (
+        "prometheus_timeout_not_below_interval",
+        &["adaptive.load.prometheus.timeout: must be shorter than adaptive.interval (2s)"],
+    ),
+    (
+        "prometheus_settings_without_source",
+        &[
+            "adaptive.load.prometheus: applies only when adaptive.load.source is prometheus (it is cpu)",
+        ],
+    ),
+    (
+        "rule_load_without_source",
+        &["endpoints[0].load.source: is required"],
+    ),
+    (
+        "rule_prometheus_without_query",
+        &["endpoints[1].load.prometheus.query: is required"],
+    ),
+    (
         "bad_store_url",
         &[concat!(
             "store.url: unsupported store \"memcached://127.0.0.1:11211\" ",
@@ -203,7 +247,10 @@ pub const MANY_ERRORS: &[&str] = &[
 pub const VALID: &[&str] = &[
     "minimal",
     "prefix_endpoints",
+    "prometheus_load",
     "range_edges",
     "redis_sentinel",
     "redis_tls",
+    "rule_load_source",
+    "upstream_load",
 ];

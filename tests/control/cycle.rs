@@ -5,7 +5,7 @@
 use crate::common::{EXAMPLE_POLICY, START};
 use ratewarden::clock::{ManualClock, Micros};
 use ratewarden::control::{ControlLoop, LoadSampler, ModelSlot};
-use ratewarden::engine::{CheckRequest, Engine, SubjectHasher, SubjectStanding};
+use ratewarden::engine::{CheckRequest, Engine, Outcome, SubjectHasher, SubjectStanding};
 use ratewarden::policy::Policy;
 use ratewarden::store::{Backend, MemoryStore};
 use std::collections::VecDeque;
@@ -122,7 +122,7 @@ async fn recorded_traffic_becomes_exact_features_that_leave_with_the_window() {
                 5 => 409,
                 _ => 200,
             };
-            engine.report("alice", status);
+            engine.report(&Outcome::new("alice", "/login", status));
         }
         clock.advance(Duration::from_secs(1));
     }

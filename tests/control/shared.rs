@@ -7,7 +7,7 @@ use crate::common::START;
 use crate::common::redis::RedisServer;
 use ratewarden::clock::ManualClock;
 use ratewarden::control::{ControlLoop, ModelSlot};
-use ratewarden::engine::{CheckRequest, Engine, SubjectHasher};
+use ratewarden::engine::{CheckRequest, Engine, Outcome, SubjectHasher};
 use ratewarden::policy::Policy;
 use ratewarden::store::{Backend, RedisStore};
 use std::path::Path;
@@ -169,7 +169,7 @@ async fn two_daemons_agree_on_an_abusers_score_flag_and_scale() {
         let ip = format!("10.1.{}.{}", attempt / 200, attempt % 200 + 1);
         request.ip = Some(ip.parse().unwrap());
         if engine.check(&request).await.unwrap().allowed {
-            engine.report("mallory", 401);
+            engine.report(&Outcome::new("mallory", "/login", 401));
         }
         clock.advance(Duration::from_millis(500));
         if attempt % 2 == 1 {

@@ -5,7 +5,7 @@
 use super::cycle::Scripted;
 use ratewarden::clock::ManualClock;
 use ratewarden::control::{ControlLoop, ModelSlot};
-use ratewarden::engine::{CheckRequest, Engine, Reason, SubjectHasher};
+use ratewarden::engine::{CheckRequest, Engine, Outcome, Reason, SubjectHasher};
 use ratewarden::simulate::{Label, SimulateConfig, simulate};
 use ratewarden::store::{Backend, MemoryStore};
 use std::collections::{HashMap, HashSet};
@@ -95,7 +95,7 @@ async fn the_shipped_model_flags_abusers_and_never_pollers_or_nat_users() {
         let decision = engine.check(&request).await.expect("decidable");
         anomaly_denials += usize::from(decision.reason == Some(Reason::Anomaly));
         if let (true, Some(status)) = (decision.allowed, record.status) {
-            engine.report(&record.user, status);
+            engine.report(&Outcome::new(&record.user, &record.endpoint, status));
         }
     }
 

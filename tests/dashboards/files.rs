@@ -25,7 +25,7 @@ fn promtool(args: &[&str]) -> String {
 #[test]
 fn alert_rules_pass_promtool_check_and_their_unit_tests() {
     let checked = promtool(&["check", "rules", "dashboards/alerts.yml"]);
-    assert!(checked.contains("SUCCESS: 8 rules found"), "{checked}");
+    assert!(checked.contains("SUCCESS: 9 rules found"), "{checked}");
     let tested = promtool(&["test", "rules", "dashboards/alerts_test.yml"]);
     assert!(tested.contains("SUCCESS"), "{tested}");
     let config = promtool(&["check", "config", "dashboards/prometheus.yml"]);
@@ -176,6 +176,12 @@ fn dashboards_are_importable_grafana_json_with_rule_and_tier_variables() {
         ("overview", "Load factor and CPU"),
         ("overview", "Control cycle time"),
         ("overview", "Config and model reloads"),
+        // Issue 17: each load source's signal, target and factor.
+        ("overview", "Load signal and target by scope"),
+        ("overview", "Load factor by source scope"),
+        ("overview", "Load query errors"),
+        ("overview", "Upstream latency against target"),
+        ("overview", "Upstream 5xx share against target"),
         ("abuse", "Flagged subjects over time"),
         ("abuse", "Abuse score distribution"),
         ("abuse", "Anomaly rejections by rule"),

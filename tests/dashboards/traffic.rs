@@ -81,6 +81,20 @@ fn steady_request(n: usize) -> Value {
     }
 }
 
+/// The export backend's outcome of request `n` (the `upstream` load source of its rule):
+/// 50 to 290 ms, one in four a 503.
+fn report_export(addr: SocketAddr, n: usize) {
+    let status = if (n / 10) % 4 == 0 { 503 } else { 200 };
+    let report = serde_json::json!({
+        "user": format!("user-{}", n % 40),
+        "endpoint": "/api/export",
+        "status": status,
+        "latency_ms": 50 + (n / 10) % 7 * 40,
+    });
+    let headers = [("Content-Type", "application/json")];
+    request(addr, "POST", "/v1/report", &headers, &report.to_string());
+}
+
 impl Steady {
     pub fn start(addr: SocketAddr) -> Steady {
         let stop = Arc::new(AtomicBool::new(false));
@@ -90,7 +104,14 @@ impl Steady {
             let mut n = 0usize;
             while !flag.load(Ordering::Relaxed) {
                 let status = match n % 10 {
-                    0..=5 => check(addr, &steady_request(n)).0,
+                    0..=5 => {
+                        let request = steady_request(n);
+                        let status = check(addr, &request).0;
+                        if request["endpoint"] == "/api/export" && status == 200 {
+                            report_export(addr, n);
+                        }
+                        status
+                    }
                     6 | 7 => {
                         let items: Vec<Value> = (0..4).map(|i| steady_request(n + i)).collect();
                         let body = serde_json::json!({ "requests": items }).to_string();

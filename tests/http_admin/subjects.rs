@@ -22,6 +22,7 @@ async fn subject_view_shows_base_effective_and_exact_usage_without_the_raw_id() 
         "abuse_score": null,
         "flagged": false,
         "load_factor": 1.0,
+        "rule_load_factor": null,
         "scale": 1.0,
         "features": {},
         "scoring": {"requests": 0, "min_requests": 20, "progress": "0 of 20 requests"},
@@ -34,13 +35,13 @@ async fn subject_view_shows_base_effective_and_exact_usage_without_the_raw_id() 
         "limits": [
             {"scope": "tier", "name": "hourly", "algorithm": "sliding_log", "base": 100,
              "effective": 100, "used": 3, "remaining": 97, "window_ms": 3_600_000,
-             "key": "user", "shadow": false},
+             "key": "user", "shadow": false, "load_factor": 1.0},
             {"scope": "tier", "name": "burst", "algorithm": "token_bucket", "base": 20,
              "effective": 20, "used": 3, "remaining": 17, "window_ms": 60_000,
-             "key": "user", "shadow": false},
+             "key": "user", "shadow": false, "load_factor": 1.0},
             {"scope": "endpoint", "name": "endpoint", "algorithm": "sliding_window",
              "base": 5000, "effective": 5000, "used": 3, "remaining": 4997,
-             "window_ms": 60_000, "key": "user", "shadow": false},
+             "window_ms": 60_000, "key": "user", "shadow": false, "load_factor": 1.0},
         ],
     });
     let uri = format!("/v1/admin/subjects/{user}");
@@ -174,7 +175,7 @@ async fn subject_view_of_an_ip_keyed_rule_shows_usage_only_for_a_given_ip() {
         login,
         &json!({"scope": "endpoint", "name": "login", "algorithm": "fixed_window", "base": 20,
                 "effective": 20, "used": null, "remaining": null, "window_ms": 300_000,
-                "key": "ip", "shadow": false})
+                "key": "ip", "shadow": false, "load_factor": 1.0})
     );
     // The tier's limits count per user and show the usage.
     assert_eq!(reply.json["limits"][0]["used"], 1);

@@ -53,6 +53,9 @@ pub struct SubjectView {
     pub flagged: bool,
     /// The load factor in force (the override when one is set).
     pub load_factor: f64,
+    /// The factor of the endpoint rule's own load source (`endpoints[].load`), which the
+    /// rule's limits scale by instead of `load_factor`; null when the rule has none.
+    pub rule_load_factor: Option<f64>,
     /// The load factor for this tier times the applied anomaly factor.
     pub scale: f64,
     /// The subject's features from the last control cycle (`requests` in the window, then the
@@ -123,6 +126,10 @@ pub struct LimitView {
     pub key: &'static str,
     /// A shadow limit never denies; it only reports.
     pub shadow: bool,
+    /// The load factor this limit is scaled by: the endpoint rule's own source's for its
+    /// limits when it has one, else `load_factor`; 1 for a limit exempt from load scaling.
+    #[schema(example = 1.0)]
+    pub load_factor: f64,
 }
 
 /// Tier, abuse standing, scale, and for each limit of the tier and the endpoint rule its base
@@ -214,6 +221,7 @@ impl From<SubjectInspection> for SubjectView {
             abuse_score: i.abuse_score,
             flagged: i.flagged,
             load_factor: i.load_factor,
+            rule_load_factor: i.rule_load_factor,
             scale: i.scale,
             features: features_json(i.observed),
             scoring: {
@@ -251,6 +259,7 @@ impl From<LimitUsage> for LimitView {
                 KeyScope::User => "user",
             },
             shadow: l.shadow,
+            load_factor: l.load_factor,
         }
     }
 }

@@ -4,6 +4,7 @@
 //! behaviour; only values out of range are errors.
 
 use super::MAX_COUNT;
+use super::load_source::{RawSource, load_source};
 use crate::policy::raw::{RawAdaptive, RawAnomaly, RawLoad};
 use crate::policy::{Adaptive, AnomalySettings, LoadSettings};
 use crate::yaml::fields::Errors;
@@ -21,7 +22,7 @@ pub(super) fn adaptive(e: &mut Errors, base_dir: &Path, raw: RawAdaptive) -> Ada
     );
     Adaptive {
         interval,
-        load: load(e, raw.load.unwrap_or_default()),
+        load: load(e, raw.load.unwrap_or_default(), interval),
         anomaly: anomaly(e, base_dir, raw.anomaly.unwrap_or_default()),
     }
 }
@@ -34,7 +35,7 @@ fn unit_interval(x: f64) -> Option<&'static str> {
     (!(0.0..=1.0).contains(&x)).then_some("must be between 0 and 1")
 }
 
-fn load(e: &mut Errors, raw: RawLoad) -> LoadSettings {
+fn load(e: &mut Errors, raw: RawLoad, interval: Duration) -> LoadSettings {
     e.unknown_keys(
         "adaptive.load",
         &raw.unknown,
@@ -45,7 +46,20 @@ fn load(e: &mut Errors, raw: RawLoad) -> LoadSettings {
             "low_factor",
             "smoothing",
             "factor_override",
+            "source",
+            "upstream",
+            "prometheus",
         ],
+    );
+    let source = load_source(
+        e,
+        RawSource {
+            path: "adaptive.load",
+            source: &raw.source,
+            upstream: raw.upstream.as_ref(),
+            prometheus: raw.prometheus.as_ref(),
+        },
+        interval,
     );
     let before = e.len();
     let high = e.number("adaptive.load.high", &raw.high, 0.8, unit_interval);
@@ -58,6 +72,7 @@ fn load(e: &mut Errors, raw: RawLoad) -> LoadSettings {
         );
     }
     LoadSettings {
+        source,
         high,
         low,
         high_factor: e.number("adaptive.load.high_factor", &raw.high_factor, 0.5, factor),

@@ -5,6 +5,7 @@
 //! metric label.
 
 use super::MAX_COUNT;
+use super::load_source::{RawSource, load_source};
 use crate::limit::Algorithm;
 use crate::limit::Limit;
 use crate::policy::raw::{RawEndpoint, RawLimit, RawTier};
@@ -66,8 +67,13 @@ pub(super) fn compile_endpoint(
     e: &mut Errors,
     path: &str,
     raw: &RawEndpoint,
+    interval: Duration,
 ) -> Option<EndpointRule> {
-    e.unknown_keys(path, &raw.unknown, &["path", "key", "adaptive", "limits"]);
+    e.unknown_keys(
+        path,
+        &raw.unknown,
+        &["path", "key", "adaptive", "load", "limits"],
+    );
     let pattern_path = join(path, "path");
     let pattern = e
         .required(&pattern_path, &raw.path)
@@ -108,6 +114,22 @@ pub(super) fn compile_endpoint(
         },
     };
     let adaptive = e.boolean(&join(path, "adaptive"), &raw.adaptive, true);
+    let load_source = raw.load.as_ref().and_then(|load| {
+        let load_path = join(path, "load");
+        e.unknown_keys(
+            &load_path,
+            &load.unknown,
+            &["source", "upstream", "prometheus"],
+        );
+        e.required(&join(&load_path, "source"), &load.source)?;
+        let source = RawSource {
+            path: &load_path,
+            source: &load.source,
+            upstream: load.upstream.as_ref(),
+            prometheus: load.prometheus.as_ref(),
+        };
+        Some(load_source(e, source, interval))
+    });
     if raw.limits.is_none() {
         e.push(&join(path, "limits"), "is required");
     }
@@ -125,6 +147,7 @@ pub(super) fn compile_endpoint(
         pattern: pattern?,
         key,
         adaptive,
+        load_source,
         limits,
         path_in_file: path.to_owned(),
     })

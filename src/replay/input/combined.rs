@@ -9,7 +9,7 @@
 use super::time::{TimeError, parse_clf_time};
 use crate::clock::Micros;
 
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct CombinedLine<'a> {
     /// `$remote_addr` as written (an address, or a host name under `HostnameLookups`).
     pub address: &'a str,
@@ -27,6 +27,9 @@ pub struct CombinedLine<'a> {
     pub referer: Option<&'a str>,
     /// `None` when absent or `-`.
     pub user_agent: Option<&'a str>,
+    /// The request's duration in milliseconds, from a field after the user agent (see
+    /// [`latency_of`]).
+    pub latency_ms: Option<f64>,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -82,6 +85,7 @@ pub fn parse_combined_line(line: &str) -> Result<CombinedLine<'_>, CombinedError
         None => None,
     };
     let (method, endpoint) = endpoint_of(request);
+    let latency_ms = latency_of(&line[cursor.at..]);
     Ok(CombinedLine {
         address,
         user: dash_is_none(user),
@@ -91,7 +95,39 @@ pub fn parse_combined_line(line: &str) -> Result<CombinedLine<'_>, CombinedError
         status,
         referer: referer.and_then(dash_is_none),
         user_agent: user_agent.and_then(dash_is_none),
+        latency_ms,
     })
+}
+
+/// The first field of `rest` (what follows the user agent) that gives the request's
+/// duration, in milliseconds: `rt=0.123` or `request_time=0.123` (seconds, nginx's
+/// `$request_time` with a name), a bare number with a decimal point (`0.123`, seconds:
+/// `$request_time` appended as is), or `123ms` (Traefik's duration). Quotes are ignored.
+pub fn latency_of(rest: &str) -> Option<f64> {
+    let number = |text: &str| {
+        text.parse::<f64>()
+            .ok()
+            .filter(|n| n.is_finite() && *n >= 0.0)
+    };
+    rest.split_whitespace()
+        .map(|field| field.trim_matches('"'))
+        .find_map(|field| {
+            let named = field
+                .strip_prefix("rt=")
+                .or_else(|| field.strip_prefix("request_time="));
+            if let Some(seconds) = named {
+                return number(seconds).map(|s| s * 1000.0);
+            }
+            if let Some(ms) = field.strip_suffix("ms") {
+                return number(ms);
+            }
+            let bare_seconds =
+                field.contains('.') && field.bytes().all(|b| b.is_ascii_digit() || b == b'.');
+            bare_seconds
+                .then(|| number(field))
+                .flatten()
+                .map(|s| s * 1000.0)
+        })
 }
 
 fn dash_is_none(text: &str) -> Option<&str> {

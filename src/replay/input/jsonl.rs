@@ -3,7 +3,8 @@
 //! accepts, a status an upstream can answer.
 //!
 //! Fields the format does not name are ignored (`simulate` adds `archetype`); `headers`, an
-//! object of request headers, is this project's addition for `--subject header:NAME`.
+//! object of request headers, is this project's addition for `--subject header:NAME`, and
+//! `latency_ms`, the upstream's latency, for the `upstream` load source.
 
 use super::time::{TimeError, from_seconds, parse_rfc3339};
 use crate::clock::Micros;
@@ -23,6 +24,8 @@ pub struct JsonLine<'a> {
     pub ip: Option<(Cow<'a, str>, IpAddr)>,
     pub tier: Option<Cow<'a, str>>,
     pub status: Option<u16>,
+    /// The upstream's latency in milliseconds (`latency_ms`), finite and at least 0.
+    pub latency_ms: Option<f64>,
     pub cost: Cost,
     pub label: Option<Label>,
     pub headers: BTreeMap<Cow<'a, str>, Cow<'a, str>>,
@@ -54,6 +57,8 @@ pub enum JsonlError {
     Cost(u64),
     #[error("`status` must be between 100 and 599 (it is {0})")]
     Status(u16),
+    #[error("`latency_ms` must be a number of milliseconds, at least 0 (it is {0})")]
+    Latency(f64),
 }
 
 #[derive(Deserialize)]
@@ -70,6 +75,8 @@ struct Raw<'a> {
     tier: Option<Cow<'a, str>>,
     #[serde(default)]
     status: Option<u16>,
+    #[serde(default)]
+    latency_ms: Option<f64>,
     #[serde(default)]
     cost: Option<u64>,
     #[serde(default)]
@@ -118,6 +125,9 @@ pub fn parse_jsonl_line(line: &str) -> Result<JsonLine<'_>, JsonlError> {
     if let Some(status) = raw.status.filter(|s| !(100..=599).contains(s)) {
         return Err(JsonlError::Status(status));
     }
+    if let Some(ms) = raw.latency_ms.filter(|ms| !(ms.is_finite() && *ms >= 0.0)) {
+        return Err(JsonlError::Latency(ms));
+    }
     Ok(JsonLine {
         at,
         user: raw.user,
@@ -125,6 +135,7 @@ pub fn parse_jsonl_line(line: &str) -> Result<JsonLine<'_>, JsonlError> {
         ip,
         tier: raw.tier,
         status: raw.status,
+        latency_ms: raw.latency_ms,
         cost,
         label: raw.label,
         headers: raw.headers,

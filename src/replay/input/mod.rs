@@ -277,6 +277,7 @@ fn from_combined(
         ip: line.address.parse().ok(),
         cost: Cost::ONE,
         status: line.status,
+        latency_ms: line.latency_ms,
         label: None,
     };
     traffic.push(file, number, &parsed);
@@ -315,6 +316,7 @@ fn from_jsonl(
         ip: line.ip.as_ref().map(|(_, ip)| *ip),
         cost: line.cost,
         status: line.status,
+        latency_ms: line.latency_ms,
         label: line.label,
     };
     traffic.push(file, number, &parsed);

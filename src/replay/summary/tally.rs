@@ -219,6 +219,7 @@ impl Tally {
             top_denied,
             labels: self.labelled.then_some(label_stats),
             timeline: self.timeline,
+            load: None,
         }
     }
 

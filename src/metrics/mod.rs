@@ -9,6 +9,10 @@ use prometheus::{
 };
 use std::time::Duration;
 
+mod load;
+
+pub use load::{GLOBAL_SCOPE, LoadMetrics};
+
 /// Which API a decision came through (`api` label).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Api {
@@ -85,6 +89,8 @@ pub struct Metrics {
     pub policy_file_refused: IntGauge,
     pub reports: IntCounterVec,
     pub envoy_unmatched: IntCounterVec,
+    /// The load sources' signals, targets and factors.
+    pub load: LoadMetrics,
 }
 
 /// Latency buckets from 10 µs to 1 s: decisions take microseconds in memory, milliseconds
@@ -296,6 +302,7 @@ impl Metrics {
                 .histogram(&registry, LATENCY_BUCKETS.to_vec()),
             model_info: MODEL_INFO.int_gauge_vec(&registry),
             policy_file_refused: POLICY_FILE_REFUSED.int_gauge(&registry),
+            load: LoadMetrics::new(&registry),
             registry,
         };
         // Every series from the start, at 0: Prometheus sees no increase in a series that is
@@ -315,6 +322,7 @@ impl Metrics {
             metrics.decision_duration.with_label_values(&[api.label()]);
         }
         metrics.load_factor.set(1.0);
+        metrics.load.declare(GLOBAL_SCOPE);
         metrics
     }
 

@@ -1,0 +1,119 @@
+//! The protected service's outcomes since the last control cycle, as `/v1/report` carries
+//! them: how many, how many were 5xx, and their latencies. The control loop drains them each
+//! interval into the `upstream` load source; the request path never reads them.
+//!
+//! An endpoint rule with its own `upstream` source gets its reports to itself: a saturated
+//! export backend must not shrink the limits of a search that is fine.
+
+use crate::policy::PathPattern;
+use hashbrown::HashMap;
+use parking_lot::Mutex;
+
+/// Latencies kept per interval; reports past it still count towards the error share. Enough
+/// for a stable p99, and a bound on memory whatever the report rate.
+pub const MAX_LATENCIES_PER_INTERVAL: usize = 100_000;
+
+/// One reported outcome of a request the service answered.
+#[derive(Debug, Clone, Copy)]
+pub struct Outcome<'a> {
+    pub user: &'a str,
+    pub endpoint: &'a str,
+    pub status: u16,
+    /// The service's latency in milliseconds, when the caller measured it (finite, at least 0).
+    pub latency_ms: Option<f64>,
+}
+
+impl<'a> Outcome<'a> {
+    /// An outcome without a measured latency.
+    pub fn new(user: &'a str, endpoint: &'a str, status: u16) -> Self {
+        Self {
+            user,
+            endpoint,
+            status,
+            latency_ms: None,
+        }
+    }
+}
+
+/// The outcomes of one interval.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct IntervalOutcomes {
+    pub reports: u64,
+    /// Reports with a 5xx status.
+    pub errors: u64,
+    /// Milliseconds, in the order reported (at most [`MAX_LATENCIES_PER_INTERVAL`]).
+    pub latencies_ms: Vec<f64>,
+}
+
+impl IntervalOutcomes {
+    /// Adds `later`'s outcomes to these (the latencies up to the cap).
+    pub fn merge(&mut self, later: IntervalOutcomes) {
+        self.reports += later.reports;
+        self.errors += later.errors;
+        let room = MAX_LATENCIES_PER_INTERVAL.saturating_sub(self.latencies_ms.len());
+        self.latencies_ms
+            .extend(later.latencies_ms.into_iter().take(room));
+    }
+
+    pub fn add(&mut self, status: u16, latency_ms: Option<f64>) {
+        self.reports += 1;
+        if (500..600).contains(&status) {
+            self.errors += 1;
+        }
+        if let Some(ms) = latency_ms.filter(|ms| ms.is_finite() && *ms >= 0.0)
+            && self.latencies_ms.len() < MAX_LATENCIES_PER_INTERVAL
+        {
+            self.latencies_ms.push(ms);
+        }
+    }
+}
+
+/// One interval's outcomes: the policy-wide ones, and those of each rule with its own
+/// `upstream` source, by the rule's index in `endpoints` (with its pattern, so that outcomes
+/// recorded under a policy a reload replaced are not credited to another rule).
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct ScopedOutcomes {
+    pub global: IntervalOutcomes,
+    pub rules: HashMap<usize, (PathPattern, IntervalOutcomes)>,
+}
+
+impl ScopedOutcomes {
+    /// The outcomes of rule `index`, if they were recorded for `pattern`.
+    pub fn take_rule(&mut self, index: usize, pattern: &PathPattern) -> IntervalOutcomes {
+        match self.rules.remove(&index) {
+            Some((recorded, outcomes)) if &recorded == pattern => outcomes,
+            _ => IntervalOutcomes::default(),
+        }
+    }
+}
+
+#[derive(Debug, Default)]
+pub struct UpstreamOutcomes {
+    pending: Mutex<ScopedOutcomes>,
+}
+
+impl UpstreamOutcomes {
+    /// Records an outcome for the policy (`rule` none) or for the rule at that index.
+    pub fn record(
+        &self,
+        rule: Option<(usize, &PathPattern)>,
+        status: u16,
+        latency_ms: Option<f64>,
+    ) {
+        let mut pending = self.pending.lock();
+        match rule {
+            None => pending.global.add(status, latency_ms),
+            Some((index, pattern)) => pending
+                .rules
+                .entry(index)
+                .or_insert_with(|| (pattern.clone(), IntervalOutcomes::default()))
+                .1
+                .add(status, latency_ms),
+        }
+    }
+
+    /// The outcomes since the last drain; the next interval starts empty.
+    pub fn drain(&self) -> ScopedOutcomes {
+        std::mem::take(&mut *self.pending.lock())
+    }
+}
