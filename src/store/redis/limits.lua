@@ -40,16 +40,15 @@ local function never(limit, remaining, reset) return {0, limit, remaining, reset
 
 -- State: "F start count", "S start current previous", "T used last", "G tat"; a log is a
 -- sorted set of "time:cost" members scored by time, with its total in a second key.
-local function read(c)
+local function read(c, values)
   if c.alg == LOG then
     -- A total without its log is left from an earlier life of the name (the limit became
     -- another algorithm and came back): it counts nothing.
     if redis.call('TYPE', c.key).ok ~= 'zset' then return {total = 0} end
-    local total = redis.pcall('GET', c.tkey)
-    if type(total) ~= 'string' then total = '0' end
-    return {total = tonumber(total)}
+    return {total = tonumber(values[c.tkey_at]) or 0}
   end
-  local v = redis.pcall('GET', c.key)
+  -- MGET answers false for a missing key and for one holding another type.
+  local v = values[c.key_at]
   if type(v) ~= 'string' then return nil end
   local tag, a, b, d = string.match(v, '^(%a) (%d+) ?(%d*) ?(%d*)$')
   local want = TAGS[c.alg]
@@ -151,16 +150,20 @@ local function bucket_consume(c, st, now, cost)
 end
 
 -- gcra -----------------------------------------------------------------------------------
+-- Whole emissions left before the debt reaches the tolerance.
+local function gcra_remaining(tolerance, debt, t)
+  if tolerance > debt then return idiv(tolerance - debt, t) end
+  return 0
+end
 local function gcra_peek(st, now, w, requests, burst, cost)
   local t = interval(w, requests)
   if not t or burst <= 0 then return never(burst, 0, 0) end
   local tolerance = burst * t
   local debt = (st and math.max(st.a, now) or now) - now
-  local function rem(d) return tolerance > d and idiv(tolerance - d, t) or 0 end
-  if cost > burst then return never(burst, rem(debt), debt) end
+  if cost > burst then return never(burst, gcra_remaining(tolerance, debt, t), debt) end
   local next_debt = debt + cost * t
-  if next_debt <= tolerance then return {1, burst, rem(next_debt), next_debt, 0} end
-  return {0, burst, rem(debt), debt, next_debt - tolerance}
+  if next_debt <= tolerance then return {1, burst, gcra_remaining(tolerance, next_debt, t), next_debt, 0} end
+  return {0, burst, gcra_remaining(tolerance, debt, t), debt, next_debt - tolerance}
 end
 local function gcra_consume(c, st, now, cost)
   local t = interval(c.w, c.req) or c.w
@@ -301,19 +304,24 @@ if now == 0 then
   now = tonumber(t[1]) * 1000000 + tonumber(t[2])
 end
 local n = tonumber(ARGV[3])
+-- Every key's value in one call: a request's keys share a slot, and one command is cheaper
+-- than one per key.
+local values = redis.call('MGET', unpack(KEYS))
+-- A probe of -1 is none; comparing the text spares a conversion per unused probe.
+local function probe(x) if x == '-1' then return -1 end return tonumber(x) end
 local checks, out, admitted, k = {}, {0, now}, 1, 1
 for i = 1, n do
   local b = 3 + (i - 1) * 11
   local c = {
     alg = tonumber(ARGV[b + 1]), w = tonumber(ARGV[b + 2]), req = tonumber(ARGV[b + 3]),
     burst = tonumber(ARGV[b + 4]), cost = tonumber(ARGV[b + 5]), enforce = ARGV[b + 6] == '1',
-    p1r = tonumber(ARGV[b + 7]), p1b = tonumber(ARGV[b + 8]),
-    p2r = tonumber(ARGV[b + 9]), p2b = tonumber(ARGV[b + 10]), slow = tonumber(ARGV[b + 11]),
-    key = KEYS[k],
+    p1r = probe(ARGV[b + 7]), p1b = probe(ARGV[b + 8]),
+    p2r = probe(ARGV[b + 9]), p2b = probe(ARGV[b + 10]), slow = tonumber(ARGV[b + 11]),
+    key = KEYS[k], key_at = k,
   }
   k = k + 1
-  if c.alg == LOG then c.tkey = KEYS[k]; k = k + 1 end
-  local st = read(c)
+  if c.alg == LOG then c.tkey, c.tkey_at = KEYS[k], k; k = k + 1 end
+  local st = read(c, values)
   checks[i] = {c, st}
   if mode == 'refund' then
     refund(c, st, tonumber(ARGV[2]), now)

@@ -21,8 +21,8 @@ use super::{Applied, Check, CheckResult, Request, Store, StoreError, StoreKind, 
 use crate::clock::{Clock, Micros};
 use crate::limit::KeyHash;
 use connection::{Connection, is_noscript};
-use redis::{Cmd, ErrorKind, Pipeline, ServerErrorKind};
-use script::{Mode, SOURCE};
+use redis::{ErrorKind, Pipeline, ServerErrorKind};
+use script::{Invocation, Mode, SOURCE};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU64};
 use std::time::Duration;
@@ -127,20 +127,6 @@ impl RedisStore {
         self.clock.as_ref().map_or(0, |c| c.now())
     }
 
-    fn script_cmd(&self, keys: &[String], args: &[String], by_hash: bool) -> Cmd {
-        let mut cmd = if by_hash {
-            let mut c = redis::cmd("EVALSHA");
-            c.arg(&self.sha);
-            c
-        } else {
-            let mut c = redis::cmd("EVAL");
-            c.arg(SOURCE);
-            c
-        };
-        cmd.arg(keys.len()).arg(keys).arg(args);
-        cmd
-    }
-
     /// Runs the script once: EVALSHA, or EVAL when the server does not know it yet.
     async fn run(
         &self,
@@ -154,15 +140,15 @@ impl RedisStore {
 
     /// The script's raw reply (a refund's is only `{1, now}`: no results to decode).
     async fn eval(&self, checks: &[&Check<'_>], mode: Mode) -> Result<Vec<i64>, StoreError> {
-        let (keys, args) = script::encode(&self.prefix, checks, mode, self.now_arg());
+        let invocation = Invocation::new(&self.prefix, checks, mode, self.now_arg());
         match self
             .conn
-            .query(&self.script_cmd(&keys, &args, true), self.timeout)
+            .query(&invocation.command(Some(&self.sha)), self.timeout)
             .await
         {
             Err(e) if is_noscript(&e) => {
                 self.conn
-                    .query(&self.script_cmd(&keys, &args, false), self.timeout)
+                    .query(&invocation.command(None), self.timeout)
                     .await
             }
             other => other,
@@ -218,14 +204,13 @@ impl RedisStore {
             .map(|r| {
                 let checks: Vec<&Check<'_>> = r.checks.iter().collect();
                 let mode = if r.dry_run { Mode::Dry } else { Mode::Apply };
-                script::encode(&self.prefix, &checks, mode, self.now_arg())
+                Invocation::new(&self.prefix, &checks, mode, self.now_arg())
             })
             .collect();
         let pipeline = |which: &[usize], by_hash: bool| {
             let mut pipe = Pipeline::new();
             for &i in which {
-                let (keys, args) = &encoded[i];
-                pipe.add_command(self.script_cmd(keys, args, by_hash));
+                pipe.add_command(encoded[i].command(by_hash.then_some(self.sha.as_str())));
             }
             pipe.ignore_errors();
             pipe

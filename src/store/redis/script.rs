@@ -32,50 +32,85 @@ pub fn key(prefix: &str, check: &Check<'_>) -> String {
     format!("{prefix}:{{{}}}:{}", check.subject, check.limit.name)
 }
 
-/// KEYS and ARGV for `checks`; `now` of 0 asks the server's clock.
-pub fn encode(
-    prefix: &str,
-    checks: &[&Check<'_>],
-    mode: Mode,
-    now: Micros,
-) -> (Vec<String>, Vec<String>) {
-    let mut keys = Vec::with_capacity(checks.len() + 1);
-    let mut args = Vec::with_capacity(3 + 11 * checks.len());
-    let (mode, at) = match mode {
-        Mode::Apply => ("apply", now),
-        Mode::Dry => ("dry", now),
-        Mode::Refund(at) => ("refund", at),
-    };
-    args.push(mode.to_owned());
-    args.push(at.to_string());
-    args.push(checks.len().to_string());
-    for check in checks {
-        let key = key(prefix, check);
-        if check.rate.algorithm == Algorithm::SlidingLog {
-            keys.push(key.clone());
-            keys.push(format!("{key}#"));
-        } else {
-            keys.push(key);
+/// One run of the script: its KEYS and ARGV, numbers kept as numbers so that writing the
+/// command formats them straight into its buffer (no string per argument: a decision of two
+/// limits has 25).
+#[derive(Debug, Clone)]
+pub struct Invocation {
+    keys: Vec<String>,
+    mode: &'static str,
+    /// ARGV after the mode: the time, the number of checks, then 11 values per check.
+    numbers: Vec<i64>,
+}
+
+impl Invocation {
+    /// The invocation for `checks`; `now` of 0 asks the server's clock.
+    pub fn new(prefix: &str, checks: &[&Check<'_>], mode: Mode, now: Micros) -> Self {
+        let mut keys = Vec::with_capacity(checks.len() + 1);
+        let mut numbers = Vec::with_capacity(2 + 11 * checks.len());
+        let (mode, at) = match mode {
+            Mode::Apply => ("apply", now),
+            Mode::Dry => ("dry", now),
+            Mode::Refund(at) => ("refund", at),
+        };
+        // Times, limits and counts are far below i64::MAX; saturate rather than wrap.
+        let int = |v: u64| i64::try_from(v).unwrap_or(i64::MAX);
+        numbers.push(int(at));
+        numbers.push(int(checks.len() as u64));
+        for check in checks {
+            let key = key(prefix, check);
+            if check.rate.algorithm == Algorithm::SlidingLog {
+                let total_key = format!("{key}#");
+                keys.push(key);
+                keys.push(total_key);
+            } else {
+                keys.push(key);
+            }
+            let probe = |p: &Option<Rate>| p.map_or((-1, -1), |r| (int(r.requests), int(r.burst)));
+            let (p1r, p1b) = probe(&check.probes[0]);
+            let (p2r, p2b) = probe(&check.probes[1]);
+            let r = &check.rate;
+            numbers.extend([
+                i64::from(algorithm_code(r.algorithm)),
+                int(r.window),
+                int(r.requests),
+                int(r.burst),
+                int(check.cost),
+                i64::from(check.enforce),
+                p1r,
+                p1b,
+                p2r,
+                p2b,
+                int(check.slowest),
+            ]);
         }
-        let probe = |p: &Option<Rate>| p.map_or((-1, -1), |r| (r.requests as i64, r.burst as i64));
-        let (p1r, p1b) = probe(&check.probes[0]);
-        let (p2r, p2b) = probe(&check.probes[1]);
-        let r = &check.rate;
-        args.extend([
-            algorithm_code(r.algorithm).to_string(),
-            r.window.to_string(),
-            r.requests.to_string(),
-            r.burst.to_string(),
-            check.cost.to_string(),
-            if check.enforce { "1" } else { "0" }.to_owned(),
-            p1r.to_string(),
-            p1b.to_string(),
-            p2r.to_string(),
-            p2b.to_string(),
-            check.slowest.to_string(),
-        ]);
+        Self {
+            keys,
+            mode,
+            numbers,
+        }
     }
-    (keys, args)
+
+    /// `EVALSHA sha ...`, or `EVAL source ...` when `sha` is `None`.
+    pub fn command(&self, sha: Option<&str>) -> redis::Cmd {
+        let mut cmd = match sha {
+            Some(sha) => {
+                let mut c = redis::cmd("EVALSHA");
+                c.arg(sha);
+                c
+            }
+            None => {
+                let mut c = redis::cmd("EVAL");
+                c.arg(SOURCE);
+                c
+            }
+        };
+        cmd.arg(self.keys.len()).arg(&self.keys).arg(self.mode);
+        for n in &self.numbers {
+            cmd.arg(*n);
+        }
+        cmd
+    }
 }
 
 /// The script's reply: whether all passed, the time it used, and one result per check.
