@@ -11,7 +11,7 @@
 //! - [`metrics`]: the one Prometheus `Metrics` struct, passed down; plain label values in.
 //! - [`algorithm`]: the five algorithms as pure functions of (state, now, rate, cost).
 //! - [`store`]: where usage lives: the [`store::Store`] trait, the embedded store, and the Redis
-//!   store (one Lua script per request; Redis Cluster; a primary named by Redis Sentinel).
+//!   store (one Lua function call per request; Redis Cluster; a primary named by Redis Sentinel).
 //! - [`features`]: per-subject access features (rates and ratios over the anomaly window).
 //! - [`yaml`]: the YAML toolkit both front-ends compile with (paths in errors, durations).
 //! - [`policy`]: the policy file's YAML compiled into types that cannot be invalid.

@@ -64,8 +64,13 @@ async fn tier_store_is_a_hash_read_through_the_local_cache() {
 }
 
 #[tokio::test]
-async fn batch_is_one_round_trip_and_noscript_falls_back_to_eval() {
-    batch::batch_and_noscript().await;
+async fn batch_is_one_round_trip_and_a_flushed_library_is_loaded_again() {
+    batch::batch_and_flushed_library().await;
+}
+
+#[tokio::test]
+async fn a_server_that_refuses_functions_is_sent_evalsha() {
+    batch::evalsha_where_functions_are_refused().await;
 }
 
 #[tokio::test]

@@ -240,10 +240,7 @@ async fn with_no_model_the_control_loop_sends_redis_nothing() {
         }
         // Only decisions so far; the cycles that follow must add no command at all.
         let before = command_calls(&server);
-        assert!(
-            before.iter().any(|(name, _)| name == "evalsha"),
-            "{before:?}"
-        );
+        assert!(before.iter().any(|(name, _)| name == "fcall"), "{before:?}");
         clock.advance(Duration::from_secs(1));
         for (_, control) in &mut daemons {
             let report = control.cycle().await;

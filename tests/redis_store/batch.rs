@@ -1,5 +1,6 @@
 //! Batches over Redis: one pipelined round trip, each request decided in order as if alone;
-//! and recovery when the server has forgotten the script (NOSCRIPT), for single requests and
+//! the script as a function library (FCALL), EVALSHA where the server refuses functions, and
+//! recovery when the server has forgotten the script in either form, for single requests and
 //! batches.
 
 use crate::common::redis::RedisServer;
@@ -76,25 +77,18 @@ fn allowed_of(decisions: &[Decision]) -> Vec<bool> {
     decisions.iter().map(|d| d.allowed).collect()
 }
 
-/// A batch is one pipelined round trip, decided in order as if each request were alone; a
-/// flushed script cache (NOSCRIPT) falls back to EVAL, for single requests and batches.
-pub async fn batch_and_noscript() {
+/// A batch is one pipelined round trip, decided in order as if each request were alone; the
+/// script is a function the first decision loads; a flushed library is loaded again and the
+/// refused calls run by EVAL, for single requests and batches.
+pub async fn batch_and_flushed_library() {
     let server = RedisServer::start();
     let proxy = TurnCounter::start(server.port);
-    let clock = ManualClock::starting_at(T0 + 20 * SECOND);
-    let store = RedisStore::connect(
-        &format!("redis://127.0.0.1:{}/0", proxy.port),
-        "rw",
-        STORE_TIMEOUT,
-    )
-    .expect("a valid URL")
-    .with_clock(Arc::new(clock.clone()));
-    let engine = engine_on(store);
-    // Connects, loads the script, caches gina's (absent) tier.
+    let engine = engine_at(proxy.port);
+    // Connects, loads the library, caches gina's (absent) tier.
     let warm = decide(&engine, &CheckRequest::new("gina", "/warm-up")).await;
     assert!(warm.allowed);
+    assert_eq!(command_calls(&server, "function|load"), 1);
     proxy.take();
-
     // /api/export: 5 per minute (fixed_window).
     let requests: Vec<_> = (0..7)
         .map(|_| CheckRequest::new("gina", "/api/export"))
@@ -134,26 +128,73 @@ pub async fn batch_and_noscript() {
     // hourly 100 - 1 - 5 - 3 - 1, burst 20 - 9 - 1, export 0.
     assert_eq!(remaining, [90, 10, 0]);
 
-    // A restarted or flushed Redis no longer knows the script: EVALSHA fails, EVAL follows.
-    server.cli(&["SCRIPT", "FLUSH"]);
-    let evals = command_calls(&server, "eval");
-    let d = decide(&engine, &CheckRequest::new("hank", "/api/export")).await;
+    assert_eq!(
+        command_calls(&server, "evalsha"),
+        0,
+        "every decision an FCALL"
+    );
+
+    // A flushed library (FUNCTION FLUSH, a new cluster node) is loaded again.
+    recovers_when_the_script_is_gone(&server, &engine, &["FUNCTION", "FLUSH"]).await;
+    assert_eq!(
+        command_calls(&server, "function|load"),
+        3,
+        "once, then after each flush"
+    );
+}
+
+/// A server that will not load functions (Redis 6; here `FUNCTION` is renamed away) is sent
+/// EVALSHA, and a flushed script cache (NOSCRIPT) falls back to EVAL.
+pub async fn evalsha_where_functions_are_refused() {
+    let server = RedisServer::start_with(&["--rename-command", "FUNCTION", ""]);
+    let engine = engine_at(server.port);
+    let warm = decide(&engine, &CheckRequest::new("gina", "/warm-up")).await;
+    assert!(warm.allowed && !warm.degraded, "{warm:?}");
+    assert_eq!(command_calls(&server, "fcall"), 1, "tried once, refused");
+    let evalshas = command_calls(&server, "evalsha");
+    decide(&engine, &CheckRequest::new("gina", "/warm-up")).await;
+    assert_eq!(command_calls(&server, "evalsha"), evalshas + 1);
+    assert_eq!(command_calls(&server, "fcall"), 1, "never tried again");
+
+    recovers_when_the_script_is_gone(&server, &engine, &["SCRIPT", "FLUSH"]).await;
+}
+
+/// The engine of these tests on the Redis at `port`, its time from a manual clock.
+fn engine_at(port: u16) -> ratewarden::engine::Engine<RedisStore> {
+    let clock = ManualClock::starting_at(T0 + 20 * SECOND);
+    let store = RedisStore::connect(&format!("redis://127.0.0.1:{port}/0"), "rw", STORE_TIMEOUT)
+        .expect("a valid URL")
+        .with_clock(Arc::new(clock.clone()));
+    engine_on(store)
+}
+
+/// After `flush` the server no longer knows the script in the form the store calls it: the
+/// refused call runs by EVAL, once, and the next calls take the usual form again; in a batch
+/// only the refused calls run again, so nothing counts twice.
+async fn recovers_when_the_script_is_gone(
+    server: &RedisServer,
+    engine: &ratewarden::engine::Engine<RedisStore>,
+    flush: &[&str],
+) {
+    server.cli(flush);
+    let evals = command_calls(server, "eval");
+    let d = decide(engine, &CheckRequest::new("hank", "/api/export")).await;
     assert!(d.allowed && d.remaining == Some(4), "{d:?}");
     assert_eq!(
-        command_calls(&server, "eval"),
+        command_calls(server, "eval"),
         evals + 1,
         "fell back to EVAL once"
     );
-    let d = decide(&engine, &CheckRequest::new("hank", "/api/export")).await;
+    let d = decide(engine, &CheckRequest::new("hank", "/api/export")).await;
     assert_eq!(d.remaining, Some(3));
     assert_eq!(
-        command_calls(&server, "eval"),
+        command_calls(server, "eval"),
         evals + 1,
-        "EVALSHA again once loaded"
+        "the usual call again once loaded"
     );
 
-    server.cli(&["SCRIPT", "FLUSH"]);
-    let evals = command_calls(&server, "eval");
+    server.cli(flush);
+    let evals = command_calls(server, "eval");
     let requests: Vec<_> = (0..5)
         .map(|_| CheckRequest::new("hank", "/api/export"))
         .collect();
@@ -161,11 +202,11 @@ pub async fn batch_and_noscript() {
     assert!(decisions.iter().all(|d| !d.degraded), "{decisions:?}");
     assert_eq!(allowed_of(&decisions), [true, true, true, false, false]);
     assert_eq!(
-        command_calls(&server, "eval"),
+        command_calls(server, "eval"),
         evals + 5,
         "the whole batch again by EVAL"
     );
-    // Nothing was applied twice: the failed EVALSHA pipeline ran no script.
+    // Nothing was applied twice: the refused pipeline ran no script.
     let plan = engine
         .plan_check(&CheckRequest::new("hank", "/api/export"), None)
         .unwrap();

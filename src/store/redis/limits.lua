@@ -297,46 +297,52 @@ local function refund(c, st, at, now)
   end
 end
 
-local mode = ARGV[1]
-local now = tonumber(ARGV[2])
-if now == 0 then
-  local t = redis.call('TIME')
-  now = tonumber(t[1]) * 1000000 + tonumber(t[2])
-end
-local n = tonumber(ARGV[3])
--- Every key's value in one call: a request's keys share a slot, and one command is cheaper
--- than one per key.
-local values = redis.call('MGET', unpack(KEYS))
 -- A probe of -1 is none; comparing the text spares a conversion per unused probe.
 local function probe(x) if x == '-1' then return -1 end return tonumber(x) end
-local checks, out, admitted, k = {}, {0, now}, 1, 1
-for i = 1, n do
-  local b = 3 + (i - 1) * 11
-  local c = {
-    alg = tonumber(ARGV[b + 1]), w = tonumber(ARGV[b + 2]), req = tonumber(ARGV[b + 3]),
-    burst = tonumber(ARGV[b + 4]), cost = tonumber(ARGV[b + 5]), enforce = ARGV[b + 6] == '1',
-    p1r = probe(ARGV[b + 7]), p1b = probe(ARGV[b + 8]),
-    p2r = probe(ARGV[b + 9]), p2b = probe(ARGV[b + 10]), slow = tonumber(ARGV[b + 11]),
-    key = KEYS[k], key_at = k,
-  }
-  k = k + 1
-  if c.alg == LOG then c.tkey, c.tkey_at = KEYS[k], k; k = k + 1 end
-  local st = read(c, values)
-  checks[i] = {c, st}
-  if mode == 'refund' then
-    refund(c, st, tonumber(ARGV[2]), now)
-  else
-    local o = peek(c, st, now, c.req, c.burst)
-    local p1 = c.p1r >= 0 and peek(c, st, now, c.p1r, c.p1b)[1] or o[1]
-    local p2 = c.p2r >= 0 and peek(c, st, now, c.p2r, c.p2b)[1] or o[1]
-    if o[1] == 0 and c.enforce then admitted = 0 end
-    local m = #out
-    out[m + 1], out[m + 2], out[m + 3], out[m + 4] = o[1], o[2], o[3], o[4]
-    out[m + 5], out[m + 6], out[m + 7] = o[5], p1, p2
+
+-- The entry point. Loaded as a Redis function library, `run` is registered as the function and
+-- the last line is left out (src/store/redis/function.rs); sent by EVAL, the last line runs it.
+local function run(KEYS, ARGV)
+  local mode = ARGV[1]
+  local now = tonumber(ARGV[2])
+  if now == 0 then
+    local t = redis.call('TIME')
+    now = tonumber(t[1]) * 1000000 + tonumber(t[2])
   end
+  local n = tonumber(ARGV[3])
+  -- Every key's value in one call: a request's keys share a slot, and one command is cheaper
+  -- than one per key.
+  local values = redis.call('MGET', unpack(KEYS))
+  local checks, out, admitted, k = {}, {0, now}, 1, 1
+  for i = 1, n do
+    local b = 3 + (i - 1) * 11
+    local c = {
+      alg = tonumber(ARGV[b + 1]), w = tonumber(ARGV[b + 2]), req = tonumber(ARGV[b + 3]),
+      burst = tonumber(ARGV[b + 4]), cost = tonumber(ARGV[b + 5]), enforce = ARGV[b + 6] == '1',
+      p1r = probe(ARGV[b + 7]), p1b = probe(ARGV[b + 8]),
+      p2r = probe(ARGV[b + 9]), p2b = probe(ARGV[b + 10]), slow = tonumber(ARGV[b + 11]),
+      key = KEYS[k], key_at = k,
+    }
+    k = k + 1
+    if c.alg == LOG then c.tkey, c.tkey_at = KEYS[k], k; k = k + 1 end
+    local st = read(c, values)
+    checks[i] = {c, st}
+    if mode == 'refund' then
+      refund(c, st, tonumber(ARGV[2]), now)
+    else
+      local o = peek(c, st, now, c.req, c.burst)
+      local p1 = c.p1r >= 0 and peek(c, st, now, c.p1r, c.p1b)[1] or o[1]
+      local p2 = c.p2r >= 0 and peek(c, st, now, c.p2r, c.p2b)[1] or o[1]
+      if o[1] == 0 and c.enforce then admitted = 0 end
+      local m = #out
+      out[m + 1], out[m + 2], out[m + 3], out[m + 4] = o[1], o[2], o[3], o[4]
+      out[m + 5], out[m + 6], out[m + 7] = o[5], p1, p2
+    end
+  end
+  out[1] = admitted
+  if mode == 'apply' and admitted == 1 then
+    for i = 1, n do consume(checks[i][1], checks[i][2], now) end
+  end
+  return out
 end
-out[1] = admitted
-if mode == 'apply' and admitted == 1 then
-  for i = 1, n do consume(checks[i][1], checks[i][2], now) end
-end
-return out
+return run(KEYS, ARGV)

@@ -1,6 +1,8 @@
 //! The Redis store (`redis://`, `redis+cluster://`, `redis+sentinel://`, and over TLS
 //! `rediss://`, `rediss+cluster://`, `rediss+sentinel://`): one Lua script applies all the
-//! limits of a request atomically, in one round trip, with time from the Redis server.
+//! limits of a request atomically, in one round trip, with time from the Redis server. The
+//! script is a function library called with FCALL where the server takes functions
+//! (`function.rs`), else EVALSHA.
 //!
 //! Several daemons on one Redis share limits exactly. Keys hold only hashes: `<prefix>:{<subject
 //! hash>}:<limit id>`. In a cluster, the subject hash is the hash tag, so a request's keys share
@@ -9,6 +11,7 @@
 
 mod activity;
 mod connection;
+mod function;
 mod script;
 mod sentinel;
 mod sentinel_url;
@@ -20,11 +23,12 @@ pub use tiers::{TIER_STORE_TTL, TIER_TTL_REFRESH};
 use super::{Applied, Check, CheckResult, Request, Store, StoreError, StoreKind, StoreUrl, TlsCa};
 use crate::clock::{Clock, Micros};
 use crate::limit::KeyHash;
-use connection::{Connection, is_noscript};
-use redis::{ErrorKind, Pipeline, ServerErrorKind};
+use connection::Connection;
+use function::{Call, Library, LoadFailure};
+use redis::{ErrorKind, Pipeline};
 use script::{Invocation, Mode, SOURCE};
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, AtomicU64};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::Duration;
 
 /// Batch items that share one `store.timeout` of deadline.
@@ -37,6 +41,10 @@ pub struct RedisStore {
     timeout: Duration,
     /// The script's SHA1, for EVALSHA.
     sha: String,
+    /// The script as a function library, for FCALL.
+    library: Arc<Library>,
+    /// Whether to call the library (`false` once the server has refused to load it).
+    functions: Arc<AtomicBool>,
     /// Time from this clock instead of the server's (tests that need exact time).
     clock: Option<Arc<dyn Clock>>,
     /// When a lookup of this store (and its clones) last refreshed the tier hash's TTL, in µs
@@ -106,11 +114,14 @@ impl RedisStore {
     }
 
     fn with_connection(conn: Connection, prefix: &str, timeout: Duration) -> Self {
+        let sha = redis::Script::new(SOURCE).get_hash().to_owned();
         Self {
             conn,
             prefix: prefix.to_owned(),
             timeout,
-            sha: redis::Script::new(SOURCE).get_hash().to_owned(),
+            sha: sha.clone(),
+            library: Arc::new(Library::new(SOURCE, &sha)),
+            functions: Arc::new(AtomicBool::new(true)),
             clock: None,
             tiers_kept_at: Arc::new(AtomicU64::new(0)),
             control_scripts_loaded: Arc::new(AtomicBool::new(false)),
@@ -127,7 +138,7 @@ impl RedisStore {
         self.clock.as_ref().map_or(0, |c| c.now())
     }
 
-    /// Runs the script once: EVALSHA, or EVAL when the server does not know it yet.
+    /// Runs the script once: FCALL (or EVALSHA), and EVAL when the server does not have it.
     async fn run(
         &self,
         checks: &[&Check<'_>],
@@ -141,17 +152,58 @@ impl RedisStore {
     /// The script's raw reply (a refund's is only `{1, now}`: no results to decode).
     async fn eval(&self, checks: &[&Check<'_>], mode: Mode) -> Result<Vec<i64>, StoreError> {
         let invocation = Invocation::new(&self.prefix, checks, mode, self.now_arg());
+        let call = self.first_call();
         match self
             .conn
-            .query(&invocation.command(Some(&self.sha)), self.timeout)
+            .query(&invocation.command(call), self.timeout)
             .await
         {
-            Err(e) if is_noscript(&e) => {
-                self.conn
-                    .query(&invocation.command(None), self.timeout)
-                    .await
+            Err(StoreError::Unavailable(text)) if function::refused(&text) => {
+                let reply = self
+                    .conn
+                    .query(&invocation.command(Call::Source), self.timeout)
+                    .await;
+                self.reload_after_refusal(call).await;
+                reply
             }
             other => other,
+        }
+    }
+
+    /// FCALL while the server takes functions, else EVALSHA.
+    fn first_call(&self) -> Call<'_> {
+        if self.functions.load(Ordering::Relaxed) {
+            Call::Function(&self.library.name)
+        } else {
+            Call::Sha(&self.sha)
+        }
+    }
+
+    /// After the server refused `refused_call` (it did not have the script in that form) and
+    /// the refused work ran by EVAL, which needs nothing loaded: loads the library again for the
+    /// calls that follow. EVAL goes first so that refused calls run in the order they were
+    /// refused (a cluster batch counts on it), and a library flushed again before a second FCALL
+    /// could not fail them twice.
+    async fn reload_after_refusal(&self, refused_call: Call<'_>) {
+        if matches!(refused_call, Call::Function(_)) {
+            self.load_library().await;
+        }
+    }
+
+    /// Loads the library; a server that will not load functions is called by EVALSHA from now
+    /// on.
+    async fn load_library(&self) {
+        let load = redis::cmd("FUNCTION")
+            .arg("LOAD")
+            .arg(&self.library.source)
+            .to_owned();
+        let Err(error) = self.conn.query::<redis::Value>(&load, self.timeout).await else {
+            return;
+        };
+        if LoadFailure::of(&error) == LoadFailure::Unsupported
+            && self.functions.swap(false, Ordering::Relaxed)
+        {
+            tracing::warn!(%error, "Redis does not load functions: using EVALSHA");
         }
     }
 
@@ -207,10 +259,10 @@ impl RedisStore {
                 Invocation::new(&self.prefix, &checks, mode, self.now_arg())
             })
             .collect();
-        let pipeline = |which: &[usize], by_hash: bool| {
+        let pipeline = |which: &[usize], call: Call<'_>| {
             let mut pipe = Pipeline::new();
             for &i in which {
-                pipe.add_command(encoded[i].command(by_hash.then_some(self.sha.as_str())));
+                pipe.add_command(encoded[i].command(call));
             }
             pipe.ignore_errors();
             pipe
@@ -221,22 +273,22 @@ impl RedisStore {
                 .unwrap_or(u32::MAX)
                 .max(1);
         let all: Vec<usize> = (0..encoded.len()).collect();
+        let call = self.first_call();
         let mut replies: Vec<redis::RedisResult<Vec<i64>>> =
-            self.conn.pipeline(&pipeline(&all, true), timeout).await?;
-        // Each EVALSHA ran or was refused on its own: the script can be flushed, or loaded by
-        // another daemon, midway through the pipeline. Only the refused ones run again (EVAL):
+            self.conn.pipeline(&pipeline(&all, call), timeout).await?;
+        // Each call ran or was refused on its own: the script can be flushed, or loaded by
+        // another daemon, midway through the pipeline. Only the refused ones run again:
         // running the whole pipeline again would count the others twice.
         let refused: Vec<usize> = all
             .into_iter()
-            .filter(|&i| {
-                matches!(&replies[i], Err(e) if e.kind() == ErrorKind::Server(ServerErrorKind::NoScript))
-            })
+            .filter(|&i| matches!(&replies[i], Err(e) if function::refused(&e.to_string())))
             .collect();
         if !refused.is_empty() {
             let again: Vec<redis::RedisResult<Vec<i64>>> = self
                 .conn
-                .pipeline(&pipeline(&refused, false), timeout)
+                .pipeline(&pipeline(&refused, Call::Source), timeout)
                 .await?;
+            self.reload_after_refusal(call).await;
             for (i, reply) in refused.into_iter().zip(again) {
                 replies[i] = reply;
             }

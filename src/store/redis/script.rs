@@ -1,6 +1,7 @@
 //! The request script: encoding checks as KEYS and ARGV, decoding its reply.
 
 use super::super::{Applied, Check, CheckResult, Request};
+use super::function::Call;
 use crate::algorithm::Outcome;
 use crate::clock::Micros;
 use crate::limit::{Algorithm, Rate};
@@ -91,15 +92,20 @@ impl Invocation {
         }
     }
 
-    /// `EVALSHA sha ...`, or `EVAL source ...` when `sha` is `None`.
-    pub fn command(&self, sha: Option<&str>) -> redis::Cmd {
-        let mut cmd = match sha {
-            Some(sha) => {
+    /// The command that runs it, in the form `call` names.
+    pub fn command(&self, call: Call<'_>) -> redis::Cmd {
+        let mut cmd = match call {
+            Call::Function(name) => {
+                let mut c = redis::cmd("FCALL");
+                c.arg(name);
+                c
+            }
+            Call::Sha(sha) => {
                 let mut c = redis::cmd("EVALSHA");
                 c.arg(sha);
                 c
             }
-            None => {
+            Call::Source => {
                 let mut c = redis::cmd("EVAL");
                 c.arg(SOURCE);
                 c
