@@ -31,7 +31,7 @@ pub use model_slot::ModelSlot;
 pub use prometheus::{PrometheusLoad, PrometheusReading, QueryError, query_once};
 pub use scoring::{BegunFlag, SECOND_SIGNAL_DENIED_RATIO};
 pub use source::{LoadReading, LoadSources, RuleReading};
-pub use upstream::{MARGIN, UpstreamGradient, UpstreamSignal, percentile};
+pub use upstream::{AGREEING, MARGIN, UpstreamGradient, UpstreamSignal, percentile};
 
 use crate::clock::Micros;
 use crate::engine::{Engine, Exemption, RuleLoadFactor, SubjectStanding, Thresholds};

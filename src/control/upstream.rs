@@ -2,17 +2,29 @@
 //! against their targets give a pressure (1.0: at target), and the factor moves towards
 //! `factor / pressure`, smoothed, between `high_factor` and `low_factor`.
 //!
-//! Hysteresis, as for the CPU: the factor falls as soon as the pressure is above 1, but rises
-//! again only once the pressure is at `1 - MARGIN` or below, so a service hovering at its
-//! target does not see its limits flap. An interval with fewer than `min_reports` reports leaves
-//! the factor as it was and carries its reports over to the next: limits that shrank the
-//! traffic (and with it the reports) must still hear when the service recovers.
+//! The factor moves only when the last `AGREEING` measured intervals agree: it falls when all
+//! of them were above target, towards `factor / ` the smallest of their pressures, and rises
+//! when all were at `1 - MARGIN` or below, towards `factor / ` the largest. Near saturation one
+//! interval's percentile swings widely (a queue builds and drains within a second; raising the
+//! limits lets every subject's burst through at once), and reacting to each swing makes the
+//! factor oscillate: overshoots that miss the target, undershoots that waste capacity. Waiting
+//! for agreement and moving by the mildest reading holds a steady factor; a real overload still
+//! moves it after `AGREEING` intervals. The margin is the hysteresis the CPU has too: a service
+//! hovering at its target does not see its limits flap.
+//!
+//! An interval with fewer than `min_reports` reports leaves the factor as it was and carries
+//! its reports over to the next: limits that shrank the traffic (and with it the reports) must
+//! still hear when the service recovers.
 
 use crate::engine::{IntervalOutcomes, Thresholds};
 use crate::policy::UpstreamTargets;
+use std::collections::VecDeque;
 
 /// How far below target the pressure must fall before the factor rises again.
 pub const MARGIN: f64 = 0.05;
+
+/// How many measured intervals in a row must agree before the factor moves.
+pub const AGREEING: usize = 3;
 
 /// What one interval's outcomes measured.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -63,6 +75,8 @@ pub struct UpstreamGradient {
     factor: f64,
     /// Reports of the intervals since the last signal, too few to say anything yet.
     carried: IntervalOutcomes,
+    /// The pressures of the last `AGREEING` measured intervals, oldest first.
+    recent: VecDeque<f64>,
 }
 
 impl Default for UpstreamGradient {
@@ -70,6 +84,7 @@ impl Default for UpstreamGradient {
         Self {
             factor: 1.0,
             carried: IntervalOutcomes::default(),
+            recent: VecDeque::with_capacity(AGREEING),
         }
     }
 }
@@ -94,28 +109,49 @@ impl UpstreamGradient {
         signal
     }
 
-    /// One interval: moves the factor by `smoothing` of the way to where the pressure says.
+    /// One interval: once the last `AGREEING` pressures agree, moves the factor by
+    /// `smoothing` of the way to where the mildest of them says.
     pub fn update(
         &mut self,
         signal: Option<UpstreamSignal>,
         smoothing: f64,
         t: &Thresholds,
     ) -> f64 {
-        let Some(signal) = signal else {
-            return self.factor;
-        };
         let lowest = t.load_high_factor.min(1.0);
         let highest = t.load_low_factor.max(1.0);
-        if signal.pressure > 1.0 || signal.pressure <= 1.0 - MARGIN {
-            let aim = if signal.pressure > 0.0 {
-                (self.factor / signal.pressure).clamp(lowest, highest)
-            } else {
-                highest
-            };
-            self.factor += smoothing * (aim - self.factor);
+        if let Some(signal) = signal {
+            if self.recent.len() == AGREEING {
+                self.recent.pop_front();
+            }
+            self.recent.push_back(signal.pressure);
+            if let Some(pressure) = self.agreed_pressure() {
+                let aim = if pressure > 0.0 {
+                    (self.factor / pressure).clamp(lowest, highest)
+                } else {
+                    highest
+                };
+                self.factor += smoothing * (aim - self.factor);
+            }
         }
         // A reload or admin change may have moved the bounds.
         self.factor = self.factor.clamp(lowest, highest);
         self.factor
+    }
+
+    /// The mildest of the last `AGREEING` pressures when all are above target, or all at
+    /// `1 - MARGIN` or below; `None` while they disagree or are too few.
+    fn agreed_pressure(&self) -> Option<f64> {
+        if self.recent.len() < AGREEING {
+            return None;
+        }
+        let smallest = self.recent.iter().copied().fold(f64::INFINITY, f64::min);
+        let largest = self.recent.iter().copied().fold(0.0, f64::max);
+        if smallest > 1.0 {
+            Some(smallest)
+        } else if largest <= 1.0 - MARGIN {
+            Some(largest)
+        } else {
+            None
+        }
     }
 }

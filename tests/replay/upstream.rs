@@ -45,8 +45,9 @@ fn an_incident_in_the_log_shrinks_limits_and_they_recover() {
     std::fs::write(&policy, POLICY).unwrap();
     let (report, stdout) = replay_report(dir.path(), &policy, &log, &[]);
     let load = &report["summary"]["load"];
-    // Pressure 4 takes the factor straight to high_factor; with every request of the minute
-    // denied no report comes, so it holds until the next minute's fast answers lift it.
+    // Three intervals at pressure 4 take the factor straight to high_factor; with every
+    // request of the minute denied no report comes, so it holds until three intervals of the
+    // next minute's fast answers lift it.
     assert_eq!(load["lowest_factor"], 0.25, "{report:#}");
     assert_eq!(load["highest_factor"], 1.0);
     let below = load["seconds_below_one"].as_f64().unwrap();
