@@ -74,6 +74,16 @@ async fn a_server_that_refuses_functions_is_sent_evalsha() {
 }
 
 #[tokio::test]
+async fn a_request_without_limits_is_admitted() {
+    batch::a_request_without_limits().await;
+}
+
+#[tokio::test]
+async fn out_of_memory_redis_still_answers_what_writes_nothing() {
+    batch::out_of_memory().await;
+}
+
+#[tokio::test]
 async fn engine_decides_alike_on_memory_and_redis() {
     engine_level::engine_decides_alike().await;
 }

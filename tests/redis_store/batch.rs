@@ -8,7 +8,7 @@ use crate::engine_level::{decide, engine_on};
 use crate::support::*;
 use ratewarden::clock::ManualClock;
 use ratewarden::engine::{CheckRequest, Decision, Reason};
-use ratewarden::store::RedisStore;
+use ratewarden::store::{RedisStore, Request, Store};
 use std::io::{Read, Write};
 use std::net::{TcpListener, TcpStream};
 use std::sync::Arc;
@@ -217,4 +217,46 @@ async fn recovers_when_the_script_is_gone(
         20 - 5 - 1,
         "burst: 5 admitted"
     );
+}
+
+/// A request without limits (a tier with `limits: []` on a path no rule matches) is admitted,
+/// alone and in a batch: the script reads no key.
+pub async fn a_request_without_limits() {
+    let server = RedisServer::start();
+    let store = RedisStore::connect(&server.url(), "rw", STORE_TIMEOUT).expect("a valid URL");
+    let nothing = || Request {
+        checks: Default::default(),
+        dry_run: false,
+    };
+    let applied = store.apply(&nothing()).await.expect("decidable");
+    assert!(applied.admitted && applied.checks.is_empty(), "{applied:?}");
+    for applied in store.apply_batch(&[nothing(), nothing()]).await {
+        let applied = applied.expect("decidable");
+        assert!(applied.admitted && applied.checks.is_empty(), "{applied:?}");
+    }
+}
+
+/// Over `maxmemory` with `noeviction` Redis turns FCALL away before it runs; the call runs by
+/// EVAL, as the script always has: a dry run (the admin view) is still answered.
+pub async fn out_of_memory() {
+    let server = RedisServer::start();
+    let engine = engine_at(server.port);
+    let warm = decide(&engine, &CheckRequest::new("gina", "/warm-up")).await;
+    assert!(warm.allowed && !warm.degraded, "{warm:?}");
+    server.cli(&["CONFIG", "SET", "maxmemory-policy", "noeviction"]);
+    server.cli(&["CONFIG", "SET", "maxmemory", "1"]);
+    let evals = command_calls(&server, "eval");
+    let plan = engine
+        .plan_check(&CheckRequest::new("gina", "/api/export"), None)
+        .unwrap();
+    let applied = engine.dry_run(&plan).await.expect("answered by EVAL");
+    assert_eq!(
+        applied.checks[2].outcome.remaining, 4,
+        "as if this request were the first"
+    );
+    assert_eq!(command_calls(&server, "eval"), evals + 1);
+    server.cli(&["CONFIG", "SET", "maxmemory", "0"]);
+    let d = decide(&engine, &CheckRequest::new("gina", "/api/export")).await;
+    assert!(d.allowed && !d.degraded, "{d:?}");
+    assert_eq!(command_calls(&server, "eval"), evals + 1, "FCALL again");
 }

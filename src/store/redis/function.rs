@@ -47,19 +47,39 @@ pub enum Call<'a> {
     Source,
 }
 
-/// Whether Redis refused a call because it does not have the script in the form it was called
-/// in: the function is not loaded (a new or flushed server), the script not cached (NOSCRIPT),
-/// or the server does not do functions at all.
-pub fn refused(error_text: &str) -> bool {
-    let text = error_text.to_ascii_lowercase();
-    [
-        "function not found",
-        "noscript",
-        "unknown command",
-        "noperm",
-    ]
-    .iter()
-    .any(|sign| text.contains(sign))
+/// Why Redis turned a call away before running it, so that running it by EVAL counts nothing
+/// twice.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Refusal {
+    /// The server does not have the script in that form: the function is not loaded (a new
+    /// or flushed server), or the script not cached (NOSCRIPT). Load the library again.
+    Missing,
+    /// The server will not take FCALL at all (Redis 6, an ACL without it): EVALSHA from now on.
+    Unsupported,
+    /// Over `maxmemory` with `noeviction`, Redis turns away a function that may write before
+    /// it runs; EVAL runs as the script always has (a denial or a dry run is still answered,
+    /// only a write fails).
+    OutOfMemory,
+}
+
+impl Refusal {
+    /// The refusal `error_text` reports for `call`, or `None` for any other error (one raised
+    /// inside a script that ran says "script", never these; it must not run again).
+    pub fn of(error_text: &str, call: Call<'_>) -> Option<Self> {
+        let text = error_text.to_ascii_lowercase();
+        let names_the_call = text.contains("fcall") || text.contains("evalsha");
+        if text.contains("function not found") || text.contains("noscript") {
+            Some(Self::Missing)
+        } else if names_the_call && (text.contains("unknown command") || text.contains("noperm")) {
+            Some(Self::Unsupported)
+        } else if matches!(call, Call::Function(_))
+            && text.contains("command not allowed when used memory")
+        {
+            Some(Self::OutOfMemory)
+        } else {
+            None
+        }
+    }
 }
 
 /// What a failed `FUNCTION LOAD` means, told apart by what Redis said.
@@ -80,7 +100,9 @@ impl LoadFailure {
             // Refused outright, or a library the server cannot compile: neither passes by
             // trying again.
             StoreError::Unavailable(text)
-                if refused(text) || text.to_ascii_lowercase().contains("compil") =>
+                if text.to_ascii_lowercase().contains("unknown command")
+                    || text.to_ascii_lowercase().contains("noperm")
+                    || text.to_ascii_lowercase().contains("compil") =>
             {
                 Self::Unsupported
             }
@@ -112,6 +134,53 @@ mod tests {
                 .trim_end()
                 .ends_with(SCRIPT_ENTRY)
         );
+    }
+
+    #[test]
+    fn refusals_are_told_apart_from_errors_of_a_script_that_ran() {
+        let function = Call::Function("ratewarden_x");
+        let refusal = |text: &str, call| Refusal::of(text, call);
+        assert_eq!(
+            refusal("ERR Function not found", function),
+            Some(Refusal::Missing)
+        );
+        assert_eq!(
+            refusal(
+                "NOSCRIPT No matching script. Please use EVAL.",
+                Call::Sha("ab")
+            ),
+            Some(Refusal::Missing)
+        );
+        assert_eq!(
+            refusal(
+                "ERR unknown command `FCALL`, with args beginning with:",
+                function
+            ),
+            Some(Refusal::Unsupported)
+        );
+        assert_eq!(
+            refusal(
+                "NOPERM this user has no permissions to run the 'fcall' command",
+                function
+            ),
+            Some(Refusal::Unsupported)
+        );
+        assert_eq!(
+            refusal(
+                "OOM command not allowed when used memory > 'maxmemory'.",
+                function
+            ),
+            Some(Refusal::OutOfMemory)
+        );
+        // Raised inside a script that ran (a write may have landed): never run again.
+        for text in [
+            "OOM command not allowed when used memory > 'maxmemory'. script: 88c9, on @user_script:1.",
+            "ERR Unknown Redis command called from script script: fc28, on @user_script:1.",
+            "ERR The user executing the script can't run this command or subcommand script: 88c9",
+        ] {
+            assert_eq!(refusal(text, Call::Sha("88c9")), None, "{text}");
+        }
+        assert_eq!(refusal("OOM command not allowed", Call::Sha("88c9")), None);
     }
 
     #[test]

@@ -310,9 +310,10 @@ local function run(KEYS, ARGV)
     now = tonumber(t[1]) * 1000000 + tonumber(t[2])
   end
   local n = tonumber(ARGV[3])
-  -- Every key's value in one call: a request's keys share a slot, and one command is cheaper
-  -- than one per key.
-  local values = redis.call('MGET', unpack(KEYS))
+  -- Every key's value in one call (a request's keys share a slot, and one command is cheaper
+  -- than one per key); a request without limits has no key, and MGET needs one.
+  local values = {}
+  if #KEYS > 0 then values = redis.call('MGET', unpack(KEYS)) end
   local checks, out, admitted, k = {}, {0, now}, 1, 1
   for i = 1, n do
     local b = 3 + (i - 1) * 11

@@ -24,7 +24,7 @@ use super::{Applied, Check, CheckResult, Request, Store, StoreError, StoreKind, 
 use crate::clock::{Clock, Micros};
 use crate::limit::KeyHash;
 use connection::Connection;
-use function::{Call, Library, LoadFailure};
+use function::{Call, Library, LoadFailure, Refusal};
 use redis::{ErrorKind, Pipeline};
 use script::{Invocation, Mode, SOURCE};
 use std::sync::Arc;
@@ -158,14 +158,17 @@ impl RedisStore {
             .query(&invocation.command(call), self.timeout)
             .await
         {
-            Err(StoreError::Unavailable(text)) if function::refused(&text) => {
-                let reply = self
-                    .conn
-                    .query(&invocation.command(Call::Source), self.timeout)
-                    .await;
-                self.reload_after_refusal(call).await;
-                reply
-            }
+            Err(StoreError::Unavailable(text)) => match Refusal::of(&text, call) {
+                Some(refusal) => {
+                    let reply = self
+                        .conn
+                        .query(&invocation.command(Call::Source), self.timeout)
+                        .await;
+                    self.after_refusal(refusal, call).await;
+                    reply
+                }
+                None => Err(StoreError::Unavailable(text)),
+            },
             other => other,
         }
     }
@@ -179,14 +182,25 @@ impl RedisStore {
         }
     }
 
-    /// After the server refused `refused_call` (it did not have the script in that form) and
-    /// the refused work ran by EVAL, which needs nothing loaded: loads the library again for the
-    /// calls that follow. EVAL goes first so that refused calls run in the order they were
-    /// refused (a cluster batch counts on it), and a library flushed again before a second FCALL
-    /// could not fail them twice.
-    async fn reload_after_refusal(&self, refused_call: Call<'_>) {
-        if matches!(refused_call, Call::Function(_)) {
-            self.load_library().await;
+    /// After the server turned `refused_call` away and the refused work ran by EVAL, which needs
+    /// nothing loaded: loads the library again for the calls that follow, or keeps to EVALSHA.
+    /// EVAL goes first so that refused calls run in the order they were refused (a cluster
+    /// batch counts on it), and a library flushed again before a second FCALL could not fail
+    /// them twice.
+    async fn after_refusal(&self, refusal: Refusal, refused_call: Call<'_>) {
+        match refusal {
+            Refusal::Missing if matches!(refused_call, Call::Function(_)) => {
+                self.load_library().await
+            }
+            Refusal::Unsupported => self.stop_functions(&refusal),
+            Refusal::Missing | Refusal::OutOfMemory => {}
+        }
+    }
+
+    /// From now on the script is called by EVALSHA.
+    fn stop_functions(&self, why: &dyn std::fmt::Debug) {
+        if self.functions.swap(false, Ordering::Relaxed) {
+            tracing::warn!(?why, "Redis does not take functions: using EVALSHA");
         }
     }
 
@@ -200,10 +214,8 @@ impl RedisStore {
         let Err(error) = self.conn.query::<redis::Value>(&load, self.timeout).await else {
             return;
         };
-        if LoadFailure::of(&error) == LoadFailure::Unsupported
-            && self.functions.swap(false, Ordering::Relaxed)
-        {
-            tracing::warn!(%error, "Redis does not load functions: using EVALSHA");
+        if LoadFailure::of(&error) == LoadFailure::Unsupported {
+            self.stop_functions(&error);
         }
     }
 
@@ -279,16 +291,27 @@ impl RedisStore {
         // Each call ran or was refused on its own: the script can be flushed, or loaded by
         // another daemon, midway through the pipeline. Only the refused ones run again:
         // running the whole pipeline again would count the others twice.
-        let refused: Vec<usize> = all
+        let refusals: Vec<(usize, Refusal)> = all
             .into_iter()
-            .filter(|&i| matches!(&replies[i], Err(e) if function::refused(&e.to_string())))
+            .filter_map(|i| match &replies[i] {
+                Err(e) => Refusal::of(&e.to_string(), call).map(|r| (i, r)),
+                Ok(_) => None,
+            })
             .collect();
-        if !refused.is_empty() {
+        if !refusals.is_empty() {
+            let refused: Vec<usize> = refusals.iter().map(|(i, _)| *i).collect();
             let again: Vec<redis::RedisResult<Vec<i64>>> = self
                 .conn
                 .pipeline(&pipeline(&refused, Call::Source), timeout)
                 .await?;
-            self.reload_after_refusal(call).await;
+            // Each kind of refusal is answered once (a missing library is loaded once).
+            let mut answered: Vec<Refusal> = Vec::new();
+            for (_, refusal) in &refusals {
+                if !answered.contains(refusal) {
+                    answered.push(*refusal);
+                    self.after_refusal(*refusal, call).await;
+                }
+            }
             for (i, reply) in refused.into_iter().zip(again) {
                 replies[i] = reply;
             }
