@@ -17,7 +17,7 @@ use std::time::Duration;
 const CARD_THRESHOLD: f64 = 0.8;
 const CARD_PRECISION: f64 = 0.97;
 const CARD_RECALL: f64 = 0.65;
-const CARD_ROC_AUC: f64 = 0.98;
+const CARD_ROC_AUC: f64 = 0.97;
 /// Of the subjects: abusive ones flagged at least once, normal ones flagged at most.
 const CARD_SUBJECT_RECALL: f64 = 0.8;
 const CARD_NORMAL_FLAGGED: f64 = 0.01;
@@ -152,16 +152,17 @@ fn corrupt_or_incompatible_model_files_are_refused_naming_the_problem() {
         ),
         (
             "nan_literal.json",
-            "not valid JSON: expected value at line 78 column 7",
+            "not valid JSON: expected value at line 96 column 7",
         ),
         (
             "wrong_feature_order.json",
             "features [\"limit_usage\", \"endpoints_per_request\", \"denied_ratio\", \
              \"ips_per_request\", \"auth_failure_ratio\", \"not_found_ratio\", \
-             \"other_client_error_ratio\", \"interarrival_cv\"] do not match this build's \
+             \"other_client_error_ratio\", \"interarrival_cv\", \"client_error_ratio\", \
+             \"address_spread\", \"limit_demand\"] do not match this build's \
              [\"limit_usage\", \"denied_ratio\", \"endpoints_per_request\", \"ips_per_request\", \
              \"auth_failure_ratio\", \"not_found_ratio\", \"other_client_error_ratio\", \
-             \"interarrival_cv\"]",
+             \"interarrival_cv\", \"client_error_ratio\", \"address_spread\", \"limit_demand\"]",
         ),
         (
             "unknown_kind.json",
@@ -173,13 +174,19 @@ fn corrupt_or_incompatible_model_files_are_refused_naming_the_problem() {
         ),
         (
             "future_format_version.json",
-            "format_version \"3\" is not supported (this build reads \"2\")",
+            "format_version \"4\" is not supported (this build reads \"3\")",
         ),
         (
             "format_version_1.json",
             "format_version \"1\" was trained on features this build no longer computes (an \
              absolute request rate, one error ratio) and has no training ranges or evidence \
-             settings; retrain it with `ratewarden train` (this build reads \"2\")",
+             settings; retrain it with `ratewarden train` (this build reads \"3\")",
+        ),
+        (
+            "format_version_2.json",
+            "format_version \"2\" was trained without the features this build's models weigh \
+             (client_error_ratio, address_spread, limit_demand); retrain it with `ratewarden train` \
+             (this build reads \"3\")",
         ),
         (
             "zero_scale.json",
@@ -196,7 +203,7 @@ fn corrupt_or_incompatible_model_files_are_refused_naming_the_problem() {
         ),
         (
             "five_weights.json",
-            "parameters.weights has 7 values, expected 8",
+            "parameters.weights has 10 values, expected 11",
         ),
         ("missing_parameters.json", "missing `parameters`"),
         (
@@ -246,6 +253,8 @@ fn a_gmm_file_loads_and_scores_in_the_unit_interval() {
             auth_failure_ratio: -1.0,
             denied_ratio: 1.0,
             interarrival_cv: 10.0,
+            client_error_ratio: f64::NAN,
+            address_spread: f64::NEG_INFINITY,
             ..Features::default()
         },
     ]
@@ -383,6 +392,9 @@ fn few_requests_are_weak_evidence_whatever_the_features() {
         not_found_ratio: 0.0,
         other_client_error_ratio: 0.0,
         interarrival_cv: 0.0,
+        client_error_ratio: 1.0,
+        address_spread: 1.0,
+        limit_demand: 100.0,
     };
     let score = |requests| {
         model.score(&SubjectFeatures {

@@ -1,7 +1,7 @@
 //! A subject's traffic summed over a span: counters that add up, and distinct-value sketches
 //! that merge, so buckets of a window (and several daemons' shares) combine into one.
 
-use super::{FEATURE_COUNT, Features, MAX_CV};
+use super::{ADDRESS_SPREAD_DOUBT, FEATURE_COUNT, Features, MAX_CV, MAX_DEMAND};
 use crate::clock::Micros;
 
 /// A distinct-count sketch over 64-bit hashes: exact up to 8 values, then a HyperLogLog of 64
@@ -166,16 +166,62 @@ pub fn features_of(c: &Counters, distinct_endpoints: u64, distinct_ips: u64) -> 
     let other_errors = c
         .client_errors
         .saturating_sub(c.auth_failures + c.not_found);
+    let limit_usage = (c.usage_sum / requests).clamp(0.0, 1.0);
+    let denied_ratio = c.denied.min(c.requests) as f64 / requests;
     Features {
-        limit_usage: (c.usage_sum / requests).clamp(0.0, 1.0),
-        denied_ratio: c.denied as f64 / requests,
+        limit_usage,
+        denied_ratio,
         endpoints_per_request: per_request(distinct_endpoints),
         ips_per_request: per_request(distinct_ips),
         auth_failure_ratio: share_of_reports(c.auth_failures),
         not_found_ratio: share_of_reports(c.not_found),
         other_client_error_ratio: share_of_reports(other_errors),
         interarrival_cv: cv,
+        client_error_ratio: share_of_reports(c.client_errors),
+        address_spread: distinct_ips.min(c.requests) as f64 / (requests + ADDRESS_SPREAD_DOUBT),
+        limit_demand: (limit_usage / (1.0 - denied_ratio).max(1.0 / MAX_DEMAND)).min(MAX_DEMAND),
     }
 }
 
-const _: () = assert!(FEATURE_COUNT == 8);
+const _: () = assert!(FEATURE_COUNT == 11);
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn counters(requests: u64, denied: u64, usage_sum: f64) -> Counters {
+        Counters {
+            requests,
+            denied,
+            usage_sum,
+            ..Counters::default()
+        }
+    }
+
+    #[test]
+    fn every_4xx_counts_in_the_client_error_ratio_and_nothing_without_reports() {
+        let mut c = counters(10, 0, 0.0);
+        assert_eq!(features_of(&c, 1, 1).client_error_ratio, 0.0);
+        for status in [200, 401, 404, 409, 429, 503] {
+            c.record_status(status);
+        }
+        assert_eq!(features_of(&c, 1, 1).client_error_ratio, 4.0 / 6.0);
+    }
+
+    #[test]
+    fn a_few_addresses_over_a_few_requests_are_no_spread() {
+        let c = counters(20, 0, 0.0);
+        assert_eq!(features_of(&c, 2, 3).address_spread, 3.0 / 40.0);
+        // A sketch may estimate more addresses than requests: never more than one each.
+        assert_eq!(features_of(&c, 2, 25).address_spread, 20.0 / 40.0);
+    }
+
+    #[test]
+    fn limit_demand_is_usage_over_the_share_let_through_and_stops_at_a_hundred() {
+        assert_eq!(features_of(&counters(10, 0, 4.0), 1, 1).limit_demand, 0.4);
+        assert_eq!(features_of(&counters(10, 5, 10.0), 1, 1).limit_demand, 2.0);
+        let refused = features_of(&counters(10, 10, 10.0), 1, 1);
+        assert_eq!(refused.limit_demand, MAX_DEMAND);
+        assert!(refused.limit_demand.is_finite());
+    }
+}

@@ -27,9 +27,20 @@ pub const FEATURE_NAMES: [&str; FEATURE_COUNT] = [
     "not_found_ratio",
     "other_client_error_ratio",
     "interarrival_cv",
+    "client_error_ratio",
+    "address_spread",
+    "limit_demand",
 ];
 
-pub const FEATURE_COUNT: usize = 8;
+pub const FEATURE_COUNT: usize = 11;
+
+/// Where [`Features::limit_demand`] stops: a subject refused 99 % of the time or more asks
+/// a hundred times what it gets, whatever the rest.
+pub const MAX_DEMAND: f64 = 100.0;
+
+/// Requests' worth of doubt in [`Features::address_spread`]: a handful of addresses over a
+/// handful of requests is no spread.
+pub const ADDRESS_SPREAD_DOUBT: f64 = 20.0;
 
 /// A subject's features over the anomaly window. Every one is a share or a shape, never an
 /// absolute rate: how fast a subject may go is the policy's business (its tier and endpoint
@@ -58,6 +69,19 @@ pub struct Features {
     /// Coefficient of variation of the gaps between requests (0 = a metronome; about 1 for
     /// random arrivals; more for bursts); at most [`MAX_CV`].
     pub interarrival_cv: f64,
+    /// Share of reported upstream statuses that were any 4xx: the three kinds above together.
+    /// Abuse of every kind keeps doing what the API refuses; one kind alone says which abuse
+    /// (and a model that weighs kinds apart knows only the kinds it was trained on).
+    pub client_error_ratio: f64,
+    /// Distinct client addresses per request, as if [`ADDRESS_SPREAD_DOUBT`] more requests had
+    /// come from addresses already seen: `distinct / (requests + 20)`. Two or three egress
+    /// addresses over a few dozen requests stay low; hundreds of addresses do not.
+    pub address_spread: f64,
+    /// How much the subject asks of its own limits: `limit_usage / (1 - denied_ratio)`, at
+    /// most [`MAX_DEMAND`]. A client at 40 % of its quota and never refused asks 0.4; one
+    /// refused nine times in ten at its quota asks 10. Near a quota both features are about
+    /// 1, so this one tells a machine brushing its limit from one far over it.
+    pub limit_demand: f64,
 }
 
 /// What the last control cycle computed for a subject active in the window.
@@ -74,7 +98,7 @@ pub const MAX_CV: f64 = 10.0;
 impl Features {
     /// The inverse of [`Features::to_array`]; `None` unless exactly the right count.
     pub fn from_slice(values: &[f64]) -> Option<Self> {
-        let [a, b, c, d, e, f, g, h] = <[f64; FEATURE_COUNT]>::try_from(values).ok()?;
+        let [a, b, c, d, e, f, g, h, i, j, k] = <[f64; FEATURE_COUNT]>::try_from(values).ok()?;
         Some(Self {
             limit_usage: a,
             denied_ratio: b,
@@ -84,6 +108,9 @@ impl Features {
             not_found_ratio: f,
             other_client_error_ratio: g,
             interarrival_cv: h,
+            client_error_ratio: i,
+            address_spread: j,
+            limit_demand: k,
         })
     }
 
@@ -97,6 +124,9 @@ impl Features {
             self.not_found_ratio,
             self.other_client_error_ratio,
             self.interarrival_cv,
+            self.client_error_ratio,
+            self.address_spread,
+            self.limit_demand,
         ]
     }
 }

@@ -2,7 +2,7 @@
 //! message naming the problem.
 //!
 //! ```json
-//! { "format": "ratewarden-abuse-model", "format_version": "2", "version": "logistic-3f2a9c1b",
+//! { "format": "ratewarden-abuse-model", "format_version": "3", "version": "logistic-3f2a9c1b",
 //!   "kind": "logistic", "features": ["limit_usage", ...],
 //!   "preprocessing": { "transforms": [...], "mean": [...], "scale": [...],
 //!                      "low": [...], "high": [...] },
@@ -25,7 +25,7 @@ use serde::{Deserialize, Serialize};
 use std::path::PathBuf;
 
 pub const FORMAT: &str = "ratewarden-abuse-model";
-pub const FORMAT_VERSION: &str = "2";
+pub const FORMAT_VERSION: &str = "3";
 
 #[derive(Debug, thiserror::Error)]
 pub enum ModelError {
@@ -60,6 +60,12 @@ pub enum Problem {
          retrain it with `ratewarden train` (this build reads \"{FORMAT_VERSION}\")"
     )]
     RetiredVersion,
+    #[error(
+        "format_version \"2\" was trained without the features this build's models weigh \
+         (client_error_ratio, address_spread, limit_demand); retrain it with `ratewarden train` (this build \
+         reads \"{FORMAT_VERSION}\")"
+    )]
+    WithoutCombinedFeatures,
     #[error("unknown kind {0:?} (this build knows \"logistic\" and \"gmm\")")]
     UnknownKind(String),
     #[error("features {found:?} do not match this build's {expected:?}")]
@@ -149,6 +155,9 @@ pub fn parse(text: &str) -> Result<Model, Problem> {
         .ok_or(Problem::Missing("format_version"))?;
     if format_version == "1" {
         return Err(Problem::RetiredVersion);
+    }
+    if format_version == "2" {
+        return Err(Problem::WithoutCombinedFeatures);
     }
     if format_version != FORMAT_VERSION {
         return Err(Problem::FormatVersion(format_version));

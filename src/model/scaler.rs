@@ -1,8 +1,9 @@
 //! Feature preprocessing stored in the model: a per-column transform, the range the training
 //! data covered, then standardisation.
 //!
-//! The gaps' coefficient of variation is heavy-tailed, so it is taken as `ln(1 + x)` before
-//! the mean and deviation of the training data bring every column to a comparable scale.
+//! The gaps' coefficient of variation and the limit demand are heavy-tailed, so they are taken
+//! as `ln(1 + x)` before the mean and deviation of the training data bring every column to a
+//! comparable scale.
 //! A value outside the range the model saw is brought back to its edge before scoring: a
 //! model must not extrapolate to certainty from behaviour it never met (the subject is
 //! reported novel instead). The same numbers are applied when scoring, so a model file
@@ -29,14 +30,17 @@ impl Transform {
     }
 }
 
-/// The transforms this build trains with: log of the gaps' coefficient of variation; the
-/// shares are already in [0, 1].
+/// The transforms this build trains with: logs of the gaps' coefficient of variation and of the
+/// limit demand; the shares are already in [0, 1].
 pub const DEFAULT_TRANSFORMS: [Transform; FEATURE_COUNT] = [
     Transform::Identity,
     Transform::Identity,
     Transform::Identity,
     Transform::Identity,
     Transform::Identity,
+    Transform::Identity,
+    Transform::Identity,
+    Transform::Log1p,
     Transform::Identity,
     Transform::Identity,
     Transform::Log1p,

@@ -144,12 +144,15 @@ async fn recorded_traffic_becomes_exact_features_that_leave_with_the_window() {
     assert_eq!(f.auth_failure_ratio, 0.4);
     assert_eq!(f.not_found_ratio, 0.1);
     assert_eq!(f.other_client_error_ratio, 0.1);
+    assert_eq!(f.client_error_ratio, 0.6, "every 4xx together");
+    assert_eq!(f.address_spread, 2.0 / (30.0 + 20.0));
     // Every third request reaches /api/export's 5 a minute (1/5 after the first, then 2/5
     // ...); /a and /b share the default rule's 50 a minute.
     assert!(f.limit_usage > 0.2 && f.limit_usage < 1.0, "{f:?}");
     // /api/export: 10 requests in 30 s, windows of a minute aligned to the epoch: the 6th
     // and later in one window are denied. Count what the engine denied.
     assert!(f.denied_ratio > 0.0 && f.denied_ratio < 1.0 / 3.0, "{f:?}");
+    assert_eq!(f.limit_demand, f.limit_usage / (1.0 - f.denied_ratio));
     assert_eq!(f.interarrival_cv, 0.0, "a metronome");
 
     // Ten minutes and two buckets later the window holds nothing of alice.
