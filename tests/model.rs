@@ -202,7 +202,7 @@ fn corrupt_or_incompatible_model_files_are_refused_naming_the_problem() {
             "evidence.max_logit: must be a finite number above 0",
         ),
         (
-            "five_weights.json",
+            "one_weight_short.json",
             "parameters.weights has 10 values, expected 11",
         ),
         ("missing_parameters.json", "missing `parameters`"),

@@ -3,12 +3,12 @@
 //!
 //! Entries are CBOR arrays (tuple structs), not maps, so no field name is repeated per subject:
 //! an activity entry takes about 40 bytes plus 9 per endpoint or address hash, a standing about
-//! 100. Subjects, endpoints and addresses are keyed hashes already: no raw id is written.
+//! 130. Subjects, endpoints and addresses are keyed hashes already: no raw id is written.
 
 use super::CycleOutcome;
 use super::flags::FlagTracker;
 use crate::clock::Micros;
-use crate::features::{Counters, FEATURE_COUNT, Features, NewActivity, SubjectFeatures};
+use crate::features::{Counters, Features, NewActivity, SubjectFeatures};
 use crate::limit::KeyHash;
 use serde::{Deserialize, Serialize};
 
@@ -131,17 +131,11 @@ pub struct Entry {
     pub observed: SubjectFeatures,
 }
 
-/// Subject, score, flagged since (0: not flagged), novel, requests, features.
+/// Subject, score, flagged since (0: not flagged), novel, requests, features. The features
+/// are a list of any length: a leader of a build with other features (a rolling upgrade)
+/// still hands over its scores and flags.
 #[derive(Serialize, Deserialize)]
-struct StandingWire(
-    u64,
-    u64,
-    Option<f64>,
-    Micros,
-    bool,
-    u64,
-    [f64; FEATURE_COUNT],
-);
+struct StandingWire(u64, u64, Option<f64>, Micros, bool, u64, Vec<f64>);
 
 /// The leader's verdict: every observed subject, and every subject with a standing (a held
 /// flag outlives the subject's activity).
@@ -163,7 +157,7 @@ pub fn encode_standings(
             since,
             standing.is_some_and(|s| s.novel),
             observed.requests,
-            observed.features.to_array(),
+            observed.features.to_array().to_vec(),
         )
     };
     let unobserved = SubjectFeatures::default();
@@ -186,16 +180,17 @@ pub fn decode_standings(bytes: &[u8]) -> Result<Vec<(KeyHash, Entry)>, CodecErro
     let wire: Vec<StandingWire> = decode(bytes)?;
     Ok(wire
         .into_iter()
-        .filter_map(
+        .map(
             |StandingWire(high, low, score, since, novel, requests, values)| {
-                let features = Features::from_slice(&values)?;
+                // Features of another build are not this build's: shown as none, verdict kept.
+                let features = Features::from_slice(&values).unwrap_or_default();
                 let entry = Entry {
                     score,
                     flagged_since: (since > 0).then_some(since),
                     novel,
                     observed: SubjectFeatures { features, requests },
                 };
-                Some((join(high, low), entry))
+                (join(high, low), entry)
             },
         )
         .collect())
@@ -228,5 +223,27 @@ mod tests {
         let error = decode_activity(b"1,2,3").unwrap_err();
         assert!(matches!(error, CodecError::Decode(_)), "{error}");
         assert!(decode_standings(&[0x83, 1, 2, 3]).is_err());
+    }
+
+    #[test]
+    fn a_leader_of_another_feature_set_still_hands_over_its_scores_and_flags() {
+        // A standing as a build with eight features wrote it.
+        let older = vec![StandingWire(
+            1,
+            2,
+            Some(0.97),
+            5_000,
+            false,
+            40,
+            vec![0.5; 8],
+        )];
+        let entries = decode_standings(&encode(&older).unwrap()).unwrap();
+        let (subject, entry) = entries[0];
+        assert_eq!(subject, join(1, 2));
+        assert_eq!(
+            (entry.score, entry.flagged_since, entry.observed.requests),
+            (Some(0.97), Some(5_000), 40)
+        );
+        assert_eq!(entry.observed.features, Features::default());
     }
 }

@@ -179,7 +179,18 @@ pub fn features_of(c: &Counters, distinct_endpoints: u64, distinct_ips: u64) -> 
         interarrival_cv: cv,
         client_error_ratio: share_of_reports(c.client_errors),
         address_spread: distinct_ips.min(c.requests) as f64 / (requests + ADDRESS_SPREAD_DOUBT),
-        limit_demand: (limit_usage / (1.0 - denied_ratio).max(1.0 / MAX_DEMAND)).min(MAX_DEMAND),
+        limit_demand: demand(limit_usage, denied_ratio),
+    }
+}
+
+/// `usage / (1 - denied)`, at most [`MAX_DEMAND`]; 0 for a usage that is not a number (a
+/// corrupt shared counter), as every other feature reads it.
+fn demand(usage: f64, denied: f64) -> f64 {
+    let demand = usage / (1.0 - denied).max(1.0 / MAX_DEMAND);
+    if demand.is_nan() {
+        0.0
+    } else {
+        demand.min(MAX_DEMAND)
     }
 }
 
@@ -222,6 +233,12 @@ mod tests {
         assert_eq!(features_of(&counters(10, 5, 10.0), 1, 1).limit_demand, 2.0);
         let refused = features_of(&counters(10, 10, 10.0), 1, 1);
         assert_eq!(refused.limit_demand, MAX_DEMAND);
-        assert!(refused.limit_demand.is_finite());
+        // Denials counted above the requests (shares merged from several daemons) change
+        // nothing, and a corrupt usage reads 0.
+        assert_eq!(features_of(&counters(10, 12, 10.0), 1, 1), refused);
+        assert_eq!(
+            features_of(&counters(10, 0, f64::NAN), 1, 1).limit_demand,
+            0.0
+        );
     }
 }

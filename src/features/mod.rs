@@ -34,9 +34,30 @@ pub const FEATURE_NAMES: [&str; FEATURE_COUNT] = [
 
 pub const FEATURE_COUNT: usize = 11;
 
-/// Where [`Features::limit_demand`] stops: a subject refused 99 % of the time or more asks
-/// a hundred times what it gets, whatever the rest.
+/// Where [`Features::limit_demand`] stops: a subject at its limits and refused 99 % of the
+/// time or more asks a hundred times what it gets.
 pub const MAX_DEMAND: f64 = 100.0;
+
+/// Every value each column can take (raw, before any transform), in [`FEATURE_NAMES`]' order.
+pub const FEATURE_DOMAINS: [(f64, f64); FEATURE_COUNT] = [
+    (0.0, 1.0),
+    (0.0, 1.0),
+    (0.0, 1.0),
+    (0.0, 1.0),
+    (0.0, 1.0),
+    (0.0, 1.0),
+    (0.0, 1.0),
+    (0.0, MAX_CV),
+    (0.0, 1.0),
+    (0.0, 1.0),
+    (0.0, MAX_DEMAND),
+];
+
+/// Columns whose largest possible value grows with the requests behind it: `address_spread`
+/// reaches only `n / (n + 20)` after `n` requests. Their training maximum tells how busy the
+/// busiest subject of that kind was, not how far its behaviour went (every request from a new
+/// address), so a model counts them as seen up to their domain's top.
+pub const TOP_SET_BY_REQUESTS: [usize; 1] = [9];
 
 /// Requests' worth of doubt in [`Features::address_spread`]: a handful of addresses over a
 /// handful of requests is no spread.

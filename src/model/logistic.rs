@@ -20,7 +20,7 @@ use ndarray::{Array1, Array2};
 #[derive(Debug, Clone, PartialEq)]
 pub struct Logistic {
     pub weights: [f64; FEATURE_COUNT],
-    /// One weight per pair i ≤ j, in the order (0,0), (0,1) … (0,5), (1,1) … (5,5); empty for
+    /// One weight per pair i ≤ j, in the order (0,0), (0,1) … (0,10), (1,1) … (10,10); empty for
     /// a linear model.
     pub interactions: Vec<f64>,
     pub intercept: f64,

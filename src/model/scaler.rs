@@ -9,7 +9,7 @@
 //! reported novel instead). The same numbers are applied when scoring, so a model file
 //! carries everything needed to turn [`Features`] into what it was trained on.
 
-use crate::features::{FEATURE_COUNT, Features, MAX_CV};
+use crate::features::{FEATURE_COUNT, FEATURE_DOMAINS, Features};
 use serde::{Deserialize, Serialize};
 
 /// What is done to a raw feature before standardisation.
@@ -45,6 +45,10 @@ pub const DEFAULT_TRANSFORMS: [Transform; FEATURE_COUNT] = [
     Transform::Identity,
     Transform::Log1p,
 ];
+
+/// How close (a share of the training range's span) a range's end must come to the edge of
+/// what its column can take to count as reaching it.
+const SNAP: f64 = 0.01;
 
 /// How far past the training range (in transformed units) a value may lie and still count
 /// as seen: rounding, not behaviour.
@@ -107,9 +111,32 @@ impl Scaler {
     /// Makes column `j` count as seen over every value it can take (a column the model
     /// ignores never makes a subject novel).
     pub fn widen(&mut self, j: usize) {
-        let (low, high) = (0.0, if j == FEATURE_COUNT - 1 { MAX_CV } else { 1.0 });
+        let (low, high) = FEATURE_DOMAINS[j];
         self.low[j] = self.transforms[j].apply(low);
         self.high[j] = self.transforms[j].apply(high);
+    }
+
+    /// Makes column `j` count as seen up to the top of its domain.
+    pub fn widen_top(&mut self, j: usize) {
+        self.high[j] = self.transforms[j].apply(FEATURE_DOMAINS[j].1);
+    }
+
+    /// Stretches each range that ends within [`SNAP`] of its span from the edge of what the
+    /// column can take to that edge: training data that came that close reached it (a poller
+    /// with 0.05 % jitter and a bot with none are both metronomes), and nothing past an edge
+    /// exists to be novel.
+    pub fn snap_to_domain(&mut self) {
+        for (j, (low, high)) in FEATURE_DOMAINS.into_iter().enumerate() {
+            let t = self.transforms[j];
+            let (low, high) = (t.apply(low), t.apply(high));
+            let near = SNAP * (self.high[j] - self.low[j]);
+            if self.low[j] - low <= near {
+                self.low[j] = self.low[j].min(low);
+            }
+            if high - self.high[j] <= near {
+                self.high[j] = self.high[j].max(high);
+            }
+        }
     }
 
     /// The standardised row the model sees, each column brought within the training range
@@ -149,4 +176,83 @@ fn transformed(
         let x = if raw[j].is_finite() { raw[j] } else { 0.0 };
         transforms[j].apply(x)
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::features::{MAX_CV, MAX_DEMAND};
+
+    fn fitted() -> Scaler {
+        let row = Features {
+            interarrival_cv: 1.0,
+            address_spread: 0.5,
+            limit_demand: 2.0,
+            ..Features::default()
+        };
+        Scaler::fit(DEFAULT_TRANSFORMS, &[row, Features::default()])
+    }
+
+    #[test]
+    fn an_ignored_column_is_seen_over_its_whole_domain_in_its_own_units() {
+        let mut scaler = fitted();
+        for j in 0..FEATURE_COUNT {
+            scaler.widen(j);
+        }
+        assert_eq!(scaler.high[7], MAX_CV.ln_1p(), "interarrival_cv");
+        assert_eq!(scaler.high[9], 1.0, "address_spread");
+        assert_eq!(scaler.high[10], MAX_DEMAND.ln_1p(), "limit_demand");
+        assert!(scaler.low.iter().all(|&low| low == 0.0));
+        let extreme = Features {
+            interarrival_cv: MAX_CV,
+            limit_demand: MAX_DEMAND,
+            ..Features::default()
+        };
+        assert_eq!(scaler.outside(&extreme).count(), 0);
+    }
+
+    #[test]
+    fn a_range_within_a_hundredth_of_its_span_from_an_edge_reaches_it() {
+        let rows = [
+            Features {
+                interarrival_cv: 0.0005,
+                address_spread: 0.5,
+                limit_usage: 0.995,
+                ..Features::default()
+            },
+            Features {
+                interarrival_cv: 2.0,
+                address_spread: 0.1,
+                limit_usage: 0.2,
+                ..Features::default()
+            },
+        ];
+        let mut scaler = Scaler::fit(DEFAULT_TRANSFORMS, &rows);
+        scaler.snap_to_domain();
+        assert_eq!(
+            (scaler.low[7], scaler.high[7]),
+            (0.0, 2.0f64.ln_1p()),
+            "cv: low only"
+        );
+        assert_eq!(
+            (scaler.low[9], scaler.high[9]),
+            (0.1, 0.5),
+            "spread: neither"
+        );
+        assert_eq!(
+            (scaler.low[0], scaler.high[0]),
+            (0.2, 1.0),
+            "usage: high only"
+        );
+    }
+
+    #[test]
+    fn widening_the_top_keeps_the_bottom_and_the_standardisation() {
+        let mut scaler = fitted();
+        let before = scaler.clone();
+        scaler.widen_top(9);
+        assert_eq!(scaler.high[9], 1.0);
+        assert_eq!(scaler.low[9], before.low[9]);
+        assert_eq!((scaler.mean, scaler.scale), (before.mean, before.scale));
+    }
 }

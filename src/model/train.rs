@@ -14,7 +14,7 @@ use super::mixture::{MAX_COMPONENTS, Mixture};
 use super::samples::{Sample, Samples};
 use super::scaler::{DEFAULT_TRANSFORMS, Scaler};
 use super::{Model, ModelKind, Scorer, Training};
-use crate::features::{FEATURE_COUNT, Features, SubjectFeatures};
+use crate::features::{FEATURE_COUNT, Features, SubjectFeatures, TOP_SET_BY_REQUESTS};
 use rand::SeedableRng;
 use rand::seq::SliceRandom;
 use rand_chacha::ChaCha8Rng;
@@ -183,6 +183,10 @@ pub fn fit_parts(
             let fit = at_most(fit, MAX_LOGISTIC_ROWS, options.seed);
             let calibrate = at_most(calibrate, MAX_LOGISTIC_ROWS / 2, options.seed);
             let mut scaler = Scaler::fit(DEFAULT_TRANSFORMS, &features(&fit));
+            scaler.snap_to_domain();
+            for j in TOP_SET_BY_REQUESTS {
+                scaler.widen_top(j);
+            }
             for &j in &options.ignore {
                 scaler.widen(j);
             }
@@ -233,7 +237,11 @@ pub fn fit_parts(
                 return Err(TrainError::Components);
             }
             let pool: Vec<&Sample> = fit.iter().chain(calibrate).copied().collect();
-            let scaler = Scaler::fit(DEFAULT_TRANSFORMS, &features(&pool));
+            let mut scaler = Scaler::fit(DEFAULT_TRANSFORMS, &features(&pool));
+            scaler.snap_to_domain();
+            for j in TOP_SET_BY_REQUESTS {
+                scaler.widen_top(j);
+            }
             let pool = at_most(&pool, MAX_MIXTURE_ROWS, options.seed);
             let rows: Vec<[f64; FEATURE_COUNT]> =
                 pool.iter().map(|s| scaler.apply(&s.features)).collect();
