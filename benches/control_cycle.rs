@@ -7,6 +7,7 @@ use criterion::{Criterion, criterion_group, criterion_main};
 use ratewarden::clock::{Clock, ManualClock};
 use ratewarden::control::{ControlLoop, LoadSampler, ModelSlot};
 use ratewarden::engine::{Engine, SubjectHasher};
+use ratewarden::features::LimitOutcome;
 use ratewarden::limit::KeyHash;
 use ratewarden::store::{Backend, MemoryStore};
 use std::hint::black_box;
@@ -57,8 +58,11 @@ fn bench(c: &mut Criterion) {
                 now,
                 s % 7,
                 Some(s),
-                s % 50 == 0,
-                (s % 10) as f64 / 10.0,
+                LimitOutcome {
+                    denied: s % 50 == 0,
+                    usage: (s % 10) as f64 / 10.0,
+                    overflow: 0.002,
+                },
             );
         }
         clock.advance(Duration::from_secs(1));

@@ -6,6 +6,7 @@
 
 use ratewarden::clock::ManualClock;
 use ratewarden::engine::SubjectHasher;
+use ratewarden::features::LimitOutcome;
 use ratewarden::limit::{Algorithm, Rate};
 use ratewarden::limit::{KeyHash, LimitId};
 use ratewarden::store::{Check, MemoryStore, Request};
@@ -97,7 +98,16 @@ fn a_million_subjects_with_two_limits() {
             dry_run: false,
         };
         assert!(store.apply_now(&request).unwrap().admitted);
-        recorder.record_request(subject, now, 42, Some(i), false, 0.001);
+        recorder.record_request(
+            subject,
+            now,
+            42,
+            Some(i),
+            LimitOutcome {
+                usage: 0.001,
+                ..LimitOutcome::default()
+            },
+        );
     }
     let after_requests = LIVE_BYTES.load(Ordering::Relaxed);
     let pending = recorder.drain(0);
@@ -162,8 +172,10 @@ fn feature_memory_per_subject() {
                     now + i,
                     s * 3 + i,
                     Some(s + i % 2),
-                    false,
-                    0.5,
+                    LimitOutcome {
+                        usage: 0.5,
+                        ..LimitOutcome::default()
+                    },
                 );
             }
         }

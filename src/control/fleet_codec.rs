@@ -39,9 +39,24 @@ fn decode<T: for<'de> Deserialize<'de>>(bytes: &[u8]) -> Result<T, CodecError> {
     ciborium::from_reader(bytes).map_err(|e| CodecError::Decode(e.to_string()))
 }
 
-/// [`Counters`] in field order.
+/// [`Counters`] in field order. `overflow_sum` came last and reads 0 from a daemon of an
+/// earlier build, so its activity still counts during a rolling upgrade.
 #[derive(Serialize, Deserialize)]
-struct CountersWire(u64, u64, u64, u64, u64, u64, f64, u64, u64, u64, f64, f64);
+struct CountersWire(
+    u64,
+    u64,
+    u64,
+    u64,
+    u64,
+    u64,
+    f64,
+    u64,
+    u64,
+    u64,
+    f64,
+    f64,
+    #[serde(default)] f64,
+);
 
 impl From<&Counters> for CountersWire {
     fn from(c: &Counters) -> Self {
@@ -58,6 +73,7 @@ impl From<&Counters> for CountersWire {
             c.gaps,
             c.gap_sum,
             c.gap_sum_sq,
+            c.overflow_sum,
         )
     }
 }
@@ -77,6 +93,7 @@ impl From<CountersWire> for Counters {
             gaps: w.9,
             gap_sum: w.10,
             gap_sum_sq: w.11,
+            overflow_sum: w.12,
         }
     }
 }
@@ -199,13 +216,20 @@ pub fn decode_standings(bytes: &[u8]) -> Result<Vec<(KeyHash, Entry)>, CodecErro
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::features::LimitOutcome;
 
     #[test]
     fn activity_comes_back_as_it_was_flushed() {
         let mut activity = NewActivity::default();
-        activity
-            .counters
-            .record_request(1_000, Some(500), true, 0.25);
+        activity.counters.record_request(
+            1_000,
+            Some(500),
+            LimitOutcome {
+                denied: true,
+                usage: 0.25,
+                overflow: 0.01,
+            },
+        );
         activity.counters.record_status(404);
         activity.endpoints.extend([1, u64::MAX]);
         activity.ips.push(7);
@@ -216,6 +240,27 @@ mod tests {
         ];
         let bytes = encode_activity(&items).unwrap();
         assert_eq!(decode_activity(&bytes).unwrap(), items);
+    }
+
+    #[test]
+    fn activity_of_a_build_without_overflow_counts_with_none() {
+        type OlderCounters = (u64, u64, u64, u64, u64, u64, f64, u64, u64, u64, f64, f64);
+        type OlderActivity = (u64, u64, OlderCounters, Vec<u64>, Vec<u64>);
+        let older: Vec<OlderActivity> = vec![(
+            0,
+            9,
+            (4, 2, 0, 0, 0, 0, 3.5, 10, 20, 3, 1.0, 0.5),
+            vec![1],
+            vec![],
+        )];
+        let bytes = encode(&older).unwrap();
+        let decoded = decode_activity(&bytes).unwrap();
+        let counters = decoded[0].1.counters;
+        assert_eq!(
+            (counters.requests, counters.denied, counters.usage_sum),
+            (4, 2, 3.5)
+        );
+        assert_eq!(counters.overflow_sum, 0.0);
     }
 
     #[test]

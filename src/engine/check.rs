@@ -2,6 +2,7 @@
 
 use super::planner::EndpointChoice;
 use super::{CheckError, CheckRequest, Decision, Engine, FeatureTrace, Plan, Reason};
+use crate::features::LimitOutcome;
 use crate::limit::KeyHash;
 use crate::metrics::Api;
 use crate::store::{Applied, Store, StoreError};
@@ -107,8 +108,11 @@ impl<S: Store> Engine<S> {
                 self.clock.now(),
                 trace.endpoint,
                 trace.ip,
-                denied,
-                decision.limit_usage,
+                LimitOutcome {
+                    denied,
+                    usage: decision.limit_usage,
+                    overflow: decision.limit_overflow,
+                },
             );
         }
     }

@@ -6,7 +6,7 @@
 
 use super::plan::Plan;
 use super::resolve::Resolved;
-use crate::clock::Micros;
+use crate::clock::{Micros, micros};
 use crate::limit::Limit;
 use crate::store::{Applied, CheckResult};
 use serde::Serialize;
@@ -73,6 +73,10 @@ pub struct Decision {
     /// scaling), in use after this request: 0 far from every limit, 1 at one. It feeds the
     /// subject's `limit_usage` feature.
     pub limit_usage: f64,
+    /// For a denial, the share of the denying limit's allowance (as written) over the anomaly
+    /// window the request asked for beyond it; 0 when allowed. Summed over the window it
+    /// feeds the subject's `limit_demand` feature.
+    pub limit_overflow: f64,
     /// Indexes into [`Resolved::limits`].
     pub headline: Option<usize>,
     pub violated: SmallVec<[usize; 4]>,
@@ -102,6 +106,7 @@ impl Decision {
             near_limit: applied.admitted
                 && head.is_some_and(|o| o.remaining.saturating_mul(5) <= o.limit),
             limit_usage: usage_as_written(&plan, applied),
+            limit_overflow: overflow_as_written(&plan, &findings.violated),
             headline: findings.headline,
             violated_limit: findings
                 .violated
@@ -162,6 +167,26 @@ fn usage_as_written(plan: &Plan, applied: &Applied) -> f64 {
             (used * plan.scales(i).enforced).clamp(0.0, 1.0)
         })
         .fold(0.0, f64::max)
+}
+
+/// What a denied request asked of the limits that denied it, as a share of the most it could
+/// have had in an anomaly window: a limit's requests (as written) for each of its windows the
+/// anomaly window spans, and one window's worth when the anomaly window is shorter. So a
+/// subject refused for a whole window at twice a per-minute limit sums to 1, and a burst
+/// refused once by an hourly quota to a sliver of it (an hour's allowance is not spent in
+/// seconds). The largest share over the denying limits.
+fn overflow_as_written(plan: &Plan, violated: &[usize]) -> f64 {
+    let anomaly_window = micros(plan.resolved.policy.adaptive.anomaly.window).max(1) as f64;
+    violated
+        .iter()
+        .filter_map(|&i| plan.resolved.limit(i))
+        .map(|limit| {
+            let rate = limit.base_rate();
+            let windows = (anomaly_window / rate.window.max(1) as f64).max(1.0);
+            plan.cost as f64 / (rate.requests as f64 * windows)
+        })
+        .fold(0.0, f64::max)
+        .min(1.0)
 }
 
 /// What the outcomes of one request's checks add up to.

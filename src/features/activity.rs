@@ -8,6 +8,18 @@ use crate::clock::Micros;
 /// registers (about 13 % error) in 33 bytes, inline.
 pub type Sketch = super::sketch::DistinctSketch;
 
+/// What the limits made of one request, as the features read it.
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub struct LimitOutcome {
+    /// Denied by the limits as written (not by load or anomaly scaling alone).
+    pub denied: bool,
+    /// The share of the subject's most-used limit (as written) in use after the request.
+    pub usage: f64,
+    /// For a denial, the share of the denying limit's allowance over the anomaly window the
+    /// request asked for beyond it (see [`Features::limit_demand`]).
+    pub overflow: f64,
+}
+
 /// Counts that add up when spans are combined (buckets of a window, several daemons' shares).
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct Counters {
@@ -21,6 +33,9 @@ pub struct Counters {
     /// The sum over requests of the share of the subject's most-used limit (as written) in use
     /// after each: divided by `requests`, how close to its own limits the subject runs.
     pub usage_sum: f64,
+    /// The sum over denied requests of the share of the denying limit's allowance each asked
+    /// for beyond it (see [`Features::limit_demand`]).
+    pub overflow_sum: f64,
     /// The first and last request (µs since the epoch); `first` is `u64::MAX` before any.
     pub first: Micros,
     pub last: Micros,
@@ -40,6 +55,7 @@ impl Default for Counters {
             auth_failures: 0,
             not_found: 0,
             usage_sum: 0.0,
+            overflow_sum: 0.0,
             first: Micros::MAX,
             last: 0,
             gaps: 0,
@@ -50,13 +66,15 @@ impl Default for Counters {
 }
 
 impl Counters {
-    /// Counts one decision; `gap` is the time since the subject's previous request, if known,
-    /// and `usage` the share of its most-used limit the subject had used after it.
-    pub fn record_request(&mut self, at: Micros, gap: Option<Micros>, denied: bool, usage: f64) {
+    /// Counts one decision; `gap` is the time since the subject's previous request, if known.
+    pub fn record_request(&mut self, at: Micros, gap: Option<Micros>, outcome: LimitOutcome) {
         self.requests += 1;
-        self.denied += u64::from(denied);
-        if usage.is_finite() {
-            self.usage_sum += usage.clamp(0.0, 1.0);
+        self.denied += u64::from(outcome.denied);
+        if outcome.usage.is_finite() {
+            self.usage_sum += outcome.usage.clamp(0.0, 1.0);
+        }
+        if outcome.denied && outcome.overflow.is_finite() {
+            self.overflow_sum += outcome.overflow.clamp(0.0, 1.0);
         }
         self.first = self.first.min(at);
         self.last = self.last.max(at);
@@ -85,6 +103,7 @@ impl Counters {
         self.auth_failures += other.auth_failures;
         self.not_found += other.not_found;
         self.usage_sum += other.usage_sum;
+        self.overflow_sum += other.overflow_sum;
         self.first = self.first.min(other.first);
         self.last = self.last.max(other.last);
         self.gaps += other.gaps;
@@ -108,10 +127,9 @@ impl SubjectActivity {
         gap: Option<Micros>,
         endpoint: u64,
         ip: Option<u64>,
-        denied: bool,
-        usage: f64,
+        outcome: LimitOutcome,
     ) {
-        self.counters.record_request(at, gap, denied, usage);
+        self.counters.record_request(at, gap, outcome);
         self.endpoints.insert_hash(endpoint);
         if let Some(ip) = ip {
             self.ips.insert_hash(ip);
@@ -179,19 +197,15 @@ pub fn features_of(c: &Counters, distinct_endpoints: u64, distinct_ips: u64) -> 
         interarrival_cv: cv,
         client_error_ratio: share_of_reports(c.client_errors),
         address_spread: distinct_ips.min(c.requests) as f64 / (requests + ADDRESS_SPREAD_DOUBT),
-        limit_demand: demand(limit_usage, denied_ratio),
+        limit_demand: demand(limit_usage, c.overflow_sum),
     }
 }
 
-/// `usage / (1 - denied)`, at most [`MAX_DEMAND`]; 0 for a usage that is not a number (a
-/// corrupt shared counter), as every other feature reads it.
-fn demand(usage: f64, denied: f64) -> f64 {
-    let demand = usage / (1.0 - denied).max(1.0 / MAX_DEMAND);
-    if demand.is_nan() {
-        0.0
-    } else {
-        demand.min(MAX_DEMAND)
-    }
+/// `usage + overflow`, at most [`MAX_DEMAND`]; a part that is not a number (a corrupt shared
+/// counter) reads 0, as every other feature reads it.
+fn demand(usage: f64, overflow: f64) -> f64 {
+    let finite = |x: f64| if x.is_nan() { 0.0 } else { x.max(0.0) };
+    (finite(usage) + finite(overflow)).min(MAX_DEMAND)
 }
 
 const _: () = assert!(FEATURE_COUNT == 11);
@@ -228,17 +242,29 @@ mod tests {
     }
 
     #[test]
-    fn limit_demand_is_usage_over_the_share_let_through_and_stops_at_a_hundred() {
-        assert_eq!(features_of(&counters(10, 0, 4.0), 1, 1).limit_demand, 0.4);
-        assert_eq!(features_of(&counters(10, 5, 10.0), 1, 1).limit_demand, 2.0);
-        let refused = features_of(&counters(10, 10, 10.0), 1, 1);
-        assert_eq!(refused.limit_demand, MAX_DEMAND);
-        // Denials counted above the requests (shares merged from several daemons) change
-        // nothing, and a corrupt usage reads 0.
-        assert_eq!(features_of(&counters(10, 12, 10.0), 1, 1), refused);
-        assert_eq!(
-            features_of(&counters(10, 0, f64::NAN), 1, 1).limit_demand,
-            0.0
-        );
+    fn limit_demand_adds_what_denied_requests_asked_beyond_the_limits_and_stops_at_a_hundred() {
+        let mut c = counters(10, 0, 4.0);
+        assert_eq!(features_of(&c, 1, 1).limit_demand, 0.4);
+        // Shares of allowed requests count nothing; each denied one adds its share.
+        let outcome = |denied, usage, overflow| LimitOutcome {
+            denied,
+            usage,
+            overflow,
+        };
+        c.record_request(0, None, outcome(false, 0.4, 0.5));
+        c.record_request(0, None, outcome(true, 1.0, 0.25));
+        c.record_request(0, None, outcome(true, 1.0, 0.25));
+        assert_eq!(features_of(&c, 1, 1).limit_demand, 6.4 / 13.0 + 0.5);
+        c.overflow_sum = 1e9;
+        assert_eq!(features_of(&c, 1, 1).limit_demand, MAX_DEMAND);
+        // A corrupt share (a shared counter) reads 0, and one denial never counts more than
+        // one whole allowance.
+        let mut corrupt = counters(10, 0, f64::NAN);
+        corrupt.overflow_sum = f64::NAN;
+        assert_eq!(features_of(&corrupt, 1, 1).limit_demand, 0.0);
+        let mut huge = Counters::default();
+        huge.record_request(0, None, outcome(true, 1.0, 40.0));
+        huge.record_request(0, None, outcome(true, 1.0, f64::INFINITY));
+        assert_eq!(huge.overflow_sum, 1.0);
     }
 }

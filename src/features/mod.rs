@@ -11,7 +11,7 @@ mod recorder;
 mod sketch;
 pub mod window;
 
-pub use activity::{Counters, Sketch, SubjectActivity, features_of};
+pub use activity::{Counters, LimitOutcome, Sketch, SubjectActivity, features_of};
 pub use recorder::{NewActivity, Recorder};
 pub use window::ActivityWindow;
 
@@ -34,8 +34,7 @@ pub const FEATURE_NAMES: [&str; FEATURE_COUNT] = [
 
 pub const FEATURE_COUNT: usize = 11;
 
-/// Where [`Features::limit_demand`] stops: a subject at its limits and refused 99 % of the
-/// time or more asks a hundred times what it gets.
+/// Where [`Features::limit_demand`] stops: a hundred times what the subject's limits allow.
 pub const MAX_DEMAND: f64 = 100.0;
 
 /// Every value each column can take (raw, before any transform), in [`FEATURE_NAMES`]' order.
@@ -98,10 +97,14 @@ pub struct Features {
     /// come from addresses already seen: `distinct / (requests + 20)`. Two or three egress
     /// addresses over a few dozen requests stay low; hundreds of addresses do not.
     pub address_spread: f64,
-    /// How much the subject asks of its own limits: `limit_usage / (1 - denied_ratio)`, at
-    /// most [`MAX_DEMAND`]. A client at 40 % of its quota and never refused asks 0.4; one
-    /// refused nine times in ten at its quota asks 10. Near a quota both features are about
-    /// 1, so this one tells a machine brushing its limit from one far over it.
+    /// How much the subject asks of its own limits: `limit_usage` plus, for each request the
+    /// limits denied, the share of the denying limit's allowance over the anomaly window it
+    /// asked for beyond it (a limit's requests for each of its windows the anomaly window
+    /// spans, one window's worth when the anomaly window is shorter), at most [`MAX_DEMAND`].
+    /// A client at 40 % of its quota and never refused asks 0.4; one at 115 % of an hourly
+    /// quota, refused for the last minutes of the hour, about 1.2; one refused for a whole
+    /// window at ten times a per-minute limit about 10. A burst refused a few times by an
+    /// hourly quota adds a few hundredths: an hour's allowance is not judged by seconds.
     pub limit_demand: f64,
 }
 

@@ -5,7 +5,7 @@
 //! bounded: at most [`Recorder::capacity`] subjects are tracked; past that, new subjects are not
 //! recorded until idle ones are forgotten (counted in [`Recorder::dropped`]).
 
-use super::Counters;
+use super::{Counters, LimitOutcome};
 use crate::clock::Micros;
 use crate::limit::KeyHash;
 use hashbrown::HashMap;
@@ -112,12 +112,11 @@ impl Recorder {
         at: Micros,
         endpoint: u64,
         ip: Option<u64>,
-        denied: bool,
-        usage: f64,
+        outcome: LimitOutcome,
     ) {
         self.with_pending(subject, |pending, previous| {
             let gap = previous.map(|last| at.saturating_sub(last));
-            pending.counters.record_request(at, gap, denied, usage);
+            pending.counters.record_request(at, gap, outcome);
             insert_distinct(&mut pending.endpoints, endpoint);
             if let Some(ip) = ip {
                 insert_distinct(&mut pending.ips, ip);

@@ -23,7 +23,9 @@ pub const BUCKETS: u64 = 6;
 struct Row {
     subject: KeyHash,
     bucket: u64,
-    usage_sum: f64,
+    // f32: a bucket's sums of shares in 0..=1 need no more, and two fit where one f64 did.
+    usage_sum: f32,
+    overflow_sum: f32,
     gap_sum: f64,
     gap_sum_sq: f64,
     requests: u32,
@@ -47,6 +49,7 @@ impl Row {
             subject,
             bucket,
             usage_sum: 0.0,
+            overflow_sum: 0.0,
             gap_sum: 0.0,
             gap_sum_sq: 0.0,
             requests: 0,
@@ -75,7 +78,8 @@ impl Row {
         add(&mut self.auth_failures, c.auth_failures);
         add(&mut self.not_found, c.not_found);
         add(&mut self.gaps, c.gaps);
-        self.usage_sum += c.usage_sum;
+        self.usage_sum += c.usage_sum as f32;
+        self.overflow_sum += c.overflow_sum as f32;
         self.gap_sum += c.gap_sum;
         self.gap_sum_sq += c.gap_sum_sq;
         for &e in &pending.endpoints {
@@ -94,7 +98,8 @@ impl Row {
             client_errors: self.client_errors.into(),
             auth_failures: self.auth_failures.into(),
             not_found: self.not_found.into(),
-            usage_sum: self.usage_sum,
+            usage_sum: f64::from(self.usage_sum),
+            overflow_sum: f64::from(self.overflow_sum),
             gaps: self.gaps.into(),
             gap_sum: self.gap_sum,
             gap_sum_sq: self.gap_sum_sq,

@@ -10,7 +10,7 @@
 
 use crate::clock::{ManualClock, Micros, micros};
 use crate::engine::{CheckRequest, Cost, Decision, Engine, SubjectHasher};
-use crate::features::{ActivityWindow, Features, Recorder, SubjectFeatures};
+use crate::features::{ActivityWindow, Features, LimitOutcome, Recorder, SubjectFeatures};
 use crate::limit::KeyHash;
 use crate::policy::Policy;
 use crate::simulate::{Label, TrafficRecord};
@@ -246,8 +246,11 @@ impl<'a> Sampler<'a> {
             now,
             hash64(&record.endpoint),
             ip_hash,
-            !allowed,
-            decision.limit_usage,
+            LimitOutcome {
+                denied: !allowed,
+                usage: decision.limit_usage,
+                overflow: decision.limit_overflow,
+            },
         );
         if let (true, Some(status)) = (allowed, record.status) {
             self.recorder.record_status(subject, now, status);
