@@ -319,3 +319,32 @@ async fn batch_decides_in_order_as_if_alone() {
     let d = check(&engine, req("hank", "/api/export")).await;
     assert_eq!(d.remaining, Some(4));
 }
+
+/// A denial's `limit_overflow` (what `limit_demand` adds up) is the share of the denying
+/// limit's allowance over the ten-minute anomaly window, counted only for a limit that denies
+/// as written: one shrunk by the load factor alone says nothing of the subject.
+#[tokio::test]
+async fn only_a_limit_that_denies_as_written_counts_in_the_overflow() {
+    let (engine, _clock) = engine(EXAMPLE_POLICY);
+    // /api/export allows 5 a minute: 50 over the window, so one denied request asks 0.02.
+    for _ in 0..5 {
+        let d = check(&engine, req("grace", "/api/export")).await;
+        assert_eq!(d.limit_overflow, 0.0, "allowed");
+    }
+    let d = check(&engine, req("grace", "/api/export")).await;
+    assert!(!d.allowed);
+    assert_eq!(d.limit_overflow, 1.0 / 50.0);
+
+    // At load factor 0.5 the same rule allows 2 a minute: the third is denied by the load
+    // factor alone, and asks nothing of the limit as written.
+    let mut t = engine.scale_factors().thresholds();
+    t.load_factor_override = Some(0.5);
+    engine.scale_factors().set_thresholds(t);
+    for _ in 0..2 {
+        assert!(check(&engine, req("heidi", "/api/export")).await.allowed);
+    }
+    let d = check(&engine, req("heidi", "/api/export")).await;
+    assert!(!d.allowed);
+    assert_eq!(violated(&d), ["export"]);
+    assert_eq!(d.limit_overflow, 0.0);
+}

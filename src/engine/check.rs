@@ -1,7 +1,7 @@
 //! The check use cases: one request, or a batch decided in order in one store round trip.
 
 use super::planner::EndpointChoice;
-use super::{CheckError, CheckRequest, Decision, Engine, FeatureTrace, Plan, Reason};
+use super::{CheckError, CheckRequest, Decision, Engine, FeatureTrace, Plan};
 use crate::features::LimitOutcome;
 use crate::limit::KeyHash;
 use crate::metrics::Api;
@@ -100,16 +100,13 @@ impl<S: Store> Engine<S> {
     /// only the load or anomaly scaling caused, is not counted (else a flag would feed itself).
     pub(super) fn record(&self, trace: Option<(KeyHash, FeatureTrace)>, decision: &Decision) {
         if let Some((subject, trace)) = trace {
-            let denied = !decision.allowed
-                && !decision.degraded
-                && matches!(decision.reason, Some(Reason::Quota | Reason::Burst));
             self.recorder.record_request(
                 subject,
                 self.clock.now(),
                 trace.endpoint,
                 trace.ip,
                 LimitOutcome {
-                    denied,
+                    denied: decision.denied_as_written(),
                     usage: decision.limit_usage,
                     overflow: decision.limit_overflow,
                 },

@@ -106,7 +106,7 @@ impl Decision {
             near_limit: applied.admitted
                 && head.is_some_and(|o| o.remaining.saturating_mul(5) <= o.limit),
             limit_usage: usage_as_written(&plan, applied),
-            limit_overflow: overflow_as_written(&plan, &findings.violated),
+            limit_overflow: overflow_as_written(&plan, applied, &findings.violated),
             headline: findings.headline,
             violated_limit: findings
                 .violated
@@ -116,6 +116,15 @@ impl Decision {
             shadow_violated: findings.shadow_violated,
             resolved: plan.resolved,
         }
+    }
+
+    /// Denied by the policy's limits as written: the denials a subject's features count. Not a
+    /// denial while the store failed, nor one only the load or anomaly scaling caused (else a
+    /// flag would feed itself).
+    pub fn denied_as_written(&self) -> bool {
+        !self.allowed
+            && !self.degraded
+            && matches!(self.reason, Some(Reason::Quota | Reason::Burst))
     }
 
     /// The limits of the request in order (tier first, then endpoint rule).
@@ -169,21 +178,29 @@ fn usage_as_written(plan: &Plan, applied: &Applied) -> f64 {
         .fold(0.0, f64::max)
 }
 
-/// What a denied request asked of the limits that denied it, as a share of the most it could
-/// have had in an anomaly window: a limit's requests (as written) for each of its windows the
-/// anomaly window spans, and one window's worth when the anomaly window is shorter. So a
-/// subject refused for a whole window at twice a per-minute limit sums to 1, and a burst
+/// What a denied request asked of the limits that denied it as written, as a share of the most
+/// it could have had in an anomaly window: a limit's requests (as written) for each of its
+/// windows the anomaly window spans, and one window's worth when the anomaly window is shorter.
+/// So a subject refused for a whole window at twice a per-minute limit sums to 1, and a burst
 /// refused once by an hourly quota to a sliver of it (an hour's allowance is not spent in
-/// seconds). The largest share over the denying limits.
-fn overflow_as_written(plan: &Plan, violated: &[usize]) -> f64 {
+/// seconds). The largest share over the denying limits; a limit that denied only because the
+/// load or anomaly factor shrank it counts nothing (else a flag would feed `limit_demand`).
+fn overflow_as_written(plan: &Plan, applied: &Applied, violated: &[usize]) -> f64 {
     let anomaly_window = micros(plan.resolved.policy.adaptive.anomaly.window).max(1) as f64;
+    let cost = plan.cost as f64;
     violated
         .iter()
-        .filter_map(|&i| plan.resolved.limit(i))
-        .map(|limit| {
+        .filter_map(|&i| Some((i, plan.resolved.limit(i)?, applied.checks.get(i)?.outcome)))
+        .filter(|(i, limit, o)| {
+            let capacity = limit.base_rate().capacity() as f64;
+            let used = o.limit.saturating_sub(o.remaining) as f64 / o.limit.max(1) as f64;
+            // The share in use, as written, times what the limit allows as written.
+            used * plan.scales(*i).enforced * capacity + cost > capacity + 1e-9
+        })
+        .map(|(_, limit, _)| {
             let rate = limit.base_rate();
             let windows = (anomaly_window / rate.window.max(1) as f64).max(1.0);
-            plan.cost as f64 / (rate.requests as f64 * windows)
+            cost / (rate.requests as f64 * windows)
         })
         .fold(0.0, f64::max)
         .min(1.0)

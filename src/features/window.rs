@@ -23,7 +23,8 @@ pub const BUCKETS: u64 = 6;
 struct Row {
     subject: KeyHash,
     bucket: u64,
-    // f32: a bucket's sums of shares in 0..=1 need no more, and two fit where one f64 did.
+    // f32: each request adds a share in 0..=1, a bucket's sums need no finer grain, and two fit
+    // where one f64 did.
     usage_sum: f32,
     overflow_sum: f32,
     gap_sum: f64,

@@ -247,7 +247,7 @@ impl<'a> Sampler<'a> {
             hash64(&record.endpoint),
             ip_hash,
             LimitOutcome {
-                denied: !allowed,
+                denied: decision.denied_as_written(),
                 usage: decision.limit_usage,
                 overflow: decision.limit_overflow,
             },
