@@ -67,13 +67,13 @@ impl From<&Counters> for CountersWire {
             c.client_errors,
             c.auth_failures,
             c.not_found,
-            c.usage_sum,
+            f64::from(c.usage_sum),
             c.first,
             c.last,
             c.gaps,
             c.gap_sum,
             c.gap_sum_sq,
-            c.overflow_sum,
+            f64::from(c.overflow_sum),
         )
     }
 }
@@ -87,13 +87,13 @@ impl From<CountersWire> for Counters {
             client_errors: w.3,
             auth_failures: w.4,
             not_found: w.5,
-            usage_sum: w.6,
+            usage_sum: w.6 as f32,
             first: w.7,
             last: w.8,
             gaps: w.9,
             gap_sum: w.10,
             gap_sum_sq: w.11,
-            overflow_sum: w.12,
+            overflow_sum: w.12 as f32,
         }
     }
 }

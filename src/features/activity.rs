@@ -32,10 +32,12 @@ pub struct Counters {
     pub not_found: u64,
     /// The sum over requests of the share of the subject's most-used limit (as written) in use
     /// after each: divided by `requests`, how close to its own limits the subject runs.
-    pub usage_sum: f64,
+    pub usage_sum: f32,
     /// The sum over denied requests of the share of the denying limit's allowance each asked
-    /// for beyond it (see [`Features::limit_demand`]).
-    pub overflow_sum: f64,
+    /// for beyond it (see [`Features::limit_demand`]). Both sums are f32: shares of at most 1
+    /// summed over an interval need no finer grain, and the pair takes the room of one f64 (a
+    /// control cycle copies these counters for every active subject).
+    pub overflow_sum: f32,
     /// The first and last request (µs since the epoch); `first` is `u64::MAX` before any.
     pub first: Micros,
     pub last: Micros,
@@ -71,10 +73,10 @@ impl Counters {
         self.requests += 1;
         self.denied += u64::from(outcome.denied);
         if outcome.usage.is_finite() {
-            self.usage_sum += outcome.usage.clamp(0.0, 1.0);
+            self.usage_sum += outcome.usage.clamp(0.0, 1.0) as f32;
         }
         if outcome.denied && outcome.overflow.is_finite() {
-            self.overflow_sum += outcome.overflow.clamp(0.0, 1.0);
+            self.overflow_sum += outcome.overflow.clamp(0.0, 1.0) as f32;
         }
         self.first = self.first.min(at);
         self.last = self.last.max(at);
@@ -184,7 +186,7 @@ pub fn features_of(c: &Counters, distinct_endpoints: u64, distinct_ips: u64) -> 
     let other_errors = c
         .client_errors
         .saturating_sub(c.auth_failures + c.not_found);
-    let limit_usage = (c.usage_sum / requests).clamp(0.0, 1.0);
+    let limit_usage = (f64::from(c.usage_sum) / requests).clamp(0.0, 1.0);
     let denied_ratio = c.denied.min(c.requests) as f64 / requests;
     Features {
         limit_usage,
@@ -197,7 +199,7 @@ pub fn features_of(c: &Counters, distinct_endpoints: u64, distinct_ips: u64) -> 
         interarrival_cv: cv,
         client_error_ratio: share_of_reports(c.client_errors),
         address_spread: distinct_ips.min(c.requests) as f64 / (requests + ADDRESS_SPREAD_DOUBT),
-        limit_demand: demand(limit_usage, c.overflow_sum),
+        limit_demand: demand(limit_usage, f64::from(c.overflow_sum)),
     }
 }
 
@@ -214,7 +216,7 @@ const _: () = assert!(FEATURE_COUNT == 11);
 mod tests {
     use super::*;
 
-    fn counters(requests: u64, denied: u64, usage_sum: f64) -> Counters {
+    fn counters(requests: u64, denied: u64, usage_sum: f32) -> Counters {
         Counters {
             requests,
             denied,
@@ -254,13 +256,15 @@ mod tests {
         c.record_request(0, None, outcome(false, 0.4, 0.5));
         c.record_request(0, None, outcome(true, 1.0, 0.25));
         c.record_request(0, None, outcome(true, 1.0, 0.25));
-        assert_eq!(features_of(&c, 1, 1).limit_demand, 6.4 / 13.0 + 0.5);
+        // Sums are f32 (the window keeps them so): equal to a few parts in ten million.
+        let demand = features_of(&c, 1, 1).limit_demand;
+        assert!((demand - (6.4 / 13.0 + 0.5)).abs() < 1e-6, "{demand}");
         c.overflow_sum = 1e9;
         assert_eq!(features_of(&c, 1, 1).limit_demand, MAX_DEMAND);
         // A corrupt share (a shared counter) reads 0, and one denial never counts more than
         // one whole allowance.
-        let mut corrupt = counters(10, 0, f64::NAN);
-        corrupt.overflow_sum = f64::NAN;
+        let mut corrupt = counters(10, 0, f32::NAN);
+        corrupt.overflow_sum = f32::NAN;
         assert_eq!(features_of(&corrupt, 1, 1).limit_demand, 0.0);
         let mut huge = Counters::default();
         huge.record_request(0, None, outcome(true, 1.0, 40.0));

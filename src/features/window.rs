@@ -79,8 +79,8 @@ impl Row {
         add(&mut self.auth_failures, c.auth_failures);
         add(&mut self.not_found, c.not_found);
         add(&mut self.gaps, c.gaps);
-        self.usage_sum += c.usage_sum as f32;
-        self.overflow_sum += c.overflow_sum as f32;
+        self.usage_sum += c.usage_sum;
+        self.overflow_sum += c.overflow_sum;
         self.gap_sum += c.gap_sum;
         self.gap_sum_sq += c.gap_sum_sq;
         for &e in &pending.endpoints {
@@ -99,8 +99,8 @@ impl Row {
             client_errors: self.client_errors.into(),
             auth_failures: self.auth_failures.into(),
             not_found: self.not_found.into(),
-            usage_sum: f64::from(self.usage_sum),
-            overflow_sum: f64::from(self.overflow_sum),
+            usage_sum: self.usage_sum,
+            overflow_sum: self.overflow_sum,
             gaps: self.gaps.into(),
             gap_sum: self.gap_sum,
             gap_sum_sq: self.gap_sum_sq,
@@ -290,7 +290,7 @@ mod tests {
     use proptest::prelude::*;
     use std::collections::BTreeMap;
 
-    fn one_request(usage: f64) -> NewActivity {
+    fn one_request(usage: f32) -> NewActivity {
         let mut pending = NewActivity::default();
         pending.counters.requests = 1;
         pending.counters.usage_sum = usage;
