@@ -51,26 +51,54 @@ pub fn admin(addr: SocketAddr, method: &str, path: &str, body: &str) -> (u16, St
 }
 
 /// The steady stream: about 40 requests a second from 40 subjects in every tier, through
-/// /v1/check, /v1/check/batch and /v1/auth, until stopped.
+/// /v1/check, /v1/check/batch and /v1/auth, until stopped. Each subject calls about once a
+/// second, within its limits: people browsing, not the abuse the model is there to flag.
 pub struct Steady {
     stop: Arc<AtomicBool>,
     handle: JoinHandle<Vec<u16>>,
 }
 
-const ENDPOINTS: [&str; 5] = [
+const SUBJECTS: usize = 40;
+
+/// What one subject calls, round after round: mostly the default rule's 50 a minute, search
+/// and export under their 10 and 5 a minute, a login now and then and one SMS in a run
+/// (10 an hour).
+const ROUNDS: [&str; 20] = [
+    "/api/items",
+    "/api/orders",
+    "/api/items",
     "/api/search",
+    "/api/items",
+    "/api/orders",
+    "/api/items",
     "/api/export",
     "/api/items",
+    "/api/orders",
+    "/api/items",
     "/login",
+    "/api/items",
+    "/api/orders",
+    "/api/items",
+    "/api/search",
+    "/api/items",
+    "/api/orders",
+    "/api/items",
     "/sms/send",
 ];
 
+/// The endpoint of request `n`: its subject's next round. Subjects start their rotation at
+/// one of seven places, so each reaches its SMS round once, 13 to 19 s into the run.
+fn steady_endpoint(n: usize) -> &'static str {
+    let round = n / SUBJECTS + n % SUBJECTS % 7;
+    ROUNDS[round % ROUNDS.len()]
+}
+
 /// A check request of the steady stream, number `n`.
 fn steady_request(n: usize) -> Value {
-    let user = format!("user-{}", n % 40);
-    let endpoint = ENDPOINTS[n % ENDPOINTS.len()];
+    let user = format!("user-{}", n % SUBJECTS);
+    let endpoint = steady_endpoint(n);
     // One address per subject (a subject rotating over addresses looks like abuse to the model).
-    let ip = format!("198.51.100.{}", n % 40 % 7);
+    let ip = format!("198.51.100.{}", n % SUBJECTS % 7);
     // Most subjects leave their tier to the tier store (so the tier cache is used).
     match n % 6 {
         0 => serde_json::json!({"user": user, "endpoint": endpoint, "ip": ip, "tier": "pro"}),
@@ -86,7 +114,7 @@ fn steady_request(n: usize) -> Value {
 fn report_export(addr: SocketAddr, n: usize) {
     let status = if (n / 10) % 4 == 0 { 503 } else { 200 };
     let report = serde_json::json!({
-        "user": format!("user-{}", n % 40),
+        "user": format!("user-{}", n % SUBJECTS),
         "endpoint": "/api/export",
         "status": status,
         "latency_ms": 50 + (n / 10) % 7 * 40,
@@ -119,8 +147,8 @@ impl Steady {
                         request(addr, "POST", "/v1/check/batch", &headers, &body).0
                     }
                     _ => {
-                        let user = format!("user-{}", n % 40);
-                        let uri = ENDPOINTS[n % ENDPOINTS.len()];
+                        let user = format!("user-{}", n % SUBJECTS);
+                        let uri = steady_endpoint(n);
                         let headers = [("X-Api-Key", user.as_str()), ("X-Original-URI", uri)];
                         request(addr, "GET", "/v1/auth", &headers, "").0
                     }
