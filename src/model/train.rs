@@ -168,96 +168,114 @@ pub fn fit_parts(
     options: &TrainOptions,
     subjects: usize,
 ) -> Result<Fitted, TrainError> {
-    let features = |rows: &[&Sample]| rows.iter().map(|s| s.features).collect::<Vec<Features>>();
-    let labels = |rows: &[&Sample]| rows.iter().map(|s| s.abuse).collect::<Vec<bool>>();
     match options.kind {
-        ModelKind::Logistic => {
-            if !labelled {
-                return Err(TrainError::Unlabelled);
-            }
-            let has_both =
-                |rows: &[&Sample]| rows.iter().any(|s| s.abuse) && rows.iter().any(|s| !s.abuse);
-            if !has_both(fit) || !has_both(calibrate) {
-                return Err(TrainError::OneClass);
-            }
-            let fit = at_most(fit, MAX_LOGISTIC_ROWS, options.seed);
-            let calibrate = at_most(calibrate, MAX_LOGISTIC_ROWS / 2, options.seed);
-            let mut scaler = Scaler::fit(DEFAULT_TRANSFORMS, &features(&fit));
-            scaler.snap_to_domain();
-            for j in TOP_SET_BY_REQUESTS {
-                scaler.widen_top(j);
-            }
-            for &j in &options.ignore {
-                scaler.widen(j);
-            }
-            let rows = |r: &[&Sample]| -> Vec<[f64; FEATURE_COUNT]> {
-                r.iter()
-                    .map(|s| {
-                        let mut x = scaler.apply(&s.features);
-                        for &j in &options.ignore {
-                            x[j] = 0.0;
-                        }
-                        x
-                    })
-                    .collect()
-            };
-            let raw = Logistic::fit(&rows(&fit), &labels(&fit), options.pairs)?;
-            let raw = Logistic {
-                weights: std::array::from_fn(|j| {
-                    if options.ignore.contains(&j) {
-                        0.0
-                    } else {
-                        raw.weights[j]
-                    }
-                }),
-                ..raw
-            };
-            let calibrated = raw.calibrated(&rows(&calibrate), &labels(&calibrate))?;
-            let abuse_share =
-                fit.iter().filter(|s| s.abuse).count() as f64 / fit.len().max(1) as f64;
-            let evidence = Evidence::with_prior(abuse_share);
-            let fitted_on = fit.len() + calibrate.len();
-            Ok(Fitted {
-                uncalibrated: Some(Model::new(
-                    scaler.clone(),
-                    Scorer::Logistic(raw),
-                    evidence,
-                    training(options, 0, 0),
-                )),
-                model: Model::new(
-                    scaler,
-                    Scorer::Logistic(calibrated),
-                    evidence,
-                    training(options, subjects, fitted_on),
-                ),
-            })
-        }
-        ModelKind::Gmm => {
-            if options.components == 0 || options.components > MAX_COMPONENTS {
-                return Err(TrainError::Components);
-            }
-            let pool: Vec<&Sample> = fit.iter().chain(calibrate).copied().collect();
-            let mut scaler = Scaler::fit(DEFAULT_TRANSFORMS, &features(&pool));
-            scaler.snap_to_domain();
-            for j in TOP_SET_BY_REQUESTS {
-                scaler.widen_top(j);
-            }
-            let pool = at_most(&pool, MAX_MIXTURE_ROWS, options.seed);
-            let rows: Vec<[f64; FEATURE_COUNT]> =
-                pool.iter().map(|s| scaler.apply(&s.features)).collect();
-            let mixture = Mixture::fit(&rows, options.components)?;
-            let evidence = Evidence::with_prior(GMM_PRIOR_SHARE);
-            Ok(Fitted {
-                model: Model::new(
-                    scaler,
-                    Scorer::Mixture(mixture),
-                    evidence,
-                    training(options, subjects, rows.len()),
-                ),
-                uncalibrated: None,
-            })
-        }
+        ModelKind::Logistic if !labelled => Err(TrainError::Unlabelled),
+        ModelKind::Logistic => fit_logistic(fit, calibrate, options, subjects),
+        ModelKind::Gmm => fit_mixture(fit, calibrate, options, subjects),
     }
+}
+
+fn features(rows: &[&Sample]) -> Vec<Features> {
+    rows.iter().map(|s| s.features).collect()
+}
+
+fn labels(rows: &[&Sample]) -> Vec<bool> {
+    rows.iter().map(|s| s.abuse).collect()
+}
+
+/// The supervised kind: a logistic model on `fit`, Platt-calibrated on `calibrate`; ignored
+/// features get weight 0 and a range as wide as their domain.
+fn fit_logistic(
+    fit: &[&Sample],
+    calibrate: &[&Sample],
+    options: &TrainOptions,
+    subjects: usize,
+) -> Result<Fitted, TrainError> {
+    let has_both = |rows: &[&Sample]| rows.iter().any(|s| s.abuse) && rows.iter().any(|s| !s.abuse);
+    if !has_both(fit) || !has_both(calibrate) {
+        return Err(TrainError::OneClass);
+    }
+    let fit = at_most(fit, MAX_LOGISTIC_ROWS, options.seed);
+    let calibrate = at_most(calibrate, MAX_LOGISTIC_ROWS / 2, options.seed);
+    let mut scaler = Scaler::fit(DEFAULT_TRANSFORMS, &features(&fit));
+    scaler.snap_to_domain();
+    for j in TOP_SET_BY_REQUESTS {
+        scaler.widen_top(j);
+    }
+    for &j in &options.ignore {
+        scaler.widen(j);
+    }
+    let rows = |r: &[&Sample]| -> Vec<[f64; FEATURE_COUNT]> {
+        r.iter()
+            .map(|s| {
+                let mut x = scaler.apply(&s.features);
+                for &j in &options.ignore {
+                    x[j] = 0.0;
+                }
+                x
+            })
+            .collect()
+    };
+    let raw = Logistic::fit(&rows(&fit), &labels(&fit), options.pairs)?;
+    let raw = Logistic {
+        weights: std::array::from_fn(|j| {
+            if options.ignore.contains(&j) {
+                0.0
+            } else {
+                raw.weights[j]
+            }
+        }),
+        ..raw
+    };
+    let calibrated = raw.calibrated(&rows(&calibrate), &labels(&calibrate))?;
+    let abuse_share = fit.iter().filter(|s| s.abuse).count() as f64 / fit.len().max(1) as f64;
+    let evidence = Evidence::with_prior(abuse_share);
+    let fitted_on = fit.len() + calibrate.len();
+    Ok(Fitted {
+        uncalibrated: Some(Model::new(
+            scaler.clone(),
+            Scorer::Logistic(raw),
+            evidence,
+            training(options, 0, 0),
+        )),
+        model: Model::new(
+            scaler,
+            Scorer::Logistic(calibrated),
+            evidence,
+            training(options, subjects, fitted_on),
+        ),
+    })
+}
+
+/// The unsupervised kind: a Gaussian mixture of every sample, labels unused.
+fn fit_mixture(
+    fit: &[&Sample],
+    calibrate: &[&Sample],
+    options: &TrainOptions,
+    subjects: usize,
+) -> Result<Fitted, TrainError> {
+    if options.components == 0 || options.components > MAX_COMPONENTS {
+        return Err(TrainError::Components);
+    }
+    let pool: Vec<&Sample> = fit.iter().chain(calibrate).copied().collect();
+    let mut scaler = Scaler::fit(DEFAULT_TRANSFORMS, &features(&pool));
+    scaler.snap_to_domain();
+    for j in TOP_SET_BY_REQUESTS {
+        scaler.widen_top(j);
+    }
+    let pool = at_most(&pool, MAX_MIXTURE_ROWS, options.seed);
+    let rows: Vec<[f64; FEATURE_COUNT]> = pool.iter().map(|s| scaler.apply(&s.features)).collect();
+    let mixture = Mixture::fit(&rows, options.components)?;
+    let evidence = Evidence::with_prior(GMM_PRIOR_SHARE);
+    Ok(Fitted {
+        model: Model::new(
+            scaler,
+            Scorer::Mixture(mixture),
+            evidence,
+            training(options, subjects, rows.len()),
+        ),
+        uncalibrated: None,
+    })
 }
 
 /// The samples as the control loop scores them.

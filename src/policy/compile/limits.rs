@@ -74,45 +74,8 @@ pub(super) fn compile_endpoint(
         &raw.unknown,
         &["path", "key", "adaptive", "load", "limits"],
     );
-    let pattern_path = join(path, "path");
-    let pattern = e
-        .required(&pattern_path, &raw.path)
-        .and_then(|v| e.string(&pattern_path, v))
-        .and_then(|p| {
-            let (body, prefix) = match p.strip_suffix('*') {
-                Some(body) => (body, true),
-                None => (p.as_str(), false),
-            };
-            if !p.starts_with('/') {
-                e.push(&pattern_path, format!("\"{p}\" must start with /"));
-                None
-            } else if body.contains('*') {
-                e.push(
-                    &pattern_path,
-                    format!("\"{p}\": * is allowed only at the end"),
-                );
-                None
-            } else if prefix {
-                Some(PathPattern::Prefix(body.to_owned()))
-            } else {
-                Some(PathPattern::Exact(body.to_owned()))
-            }
-        });
-    let key_path = join(path, "key");
-    let key = match raw.key.as_ref().filter(|v| !v.is_null()) {
-        None => KeyScope::User,
-        Some(v) => match e.string(&key_path, v).as_deref() {
-            Some("user") | None => KeyScope::User,
-            Some("ip") => KeyScope::Ip,
-            Some(other) => {
-                e.push(
-                    &key_path,
-                    format!("unknown key scope \"{other}\" (expected user or ip)"),
-                );
-                KeyScope::User
-            }
-        },
-    };
+    let pattern = path_pattern(e, path, raw);
+    let key = key_scope(e, path, raw);
     let adaptive = e.boolean(&join(path, "adaptive"), &raw.adaptive, true);
     let load_source = raw.load.as_ref().and_then(|load| {
         let load_path = join(path, "load");
@@ -151,6 +114,52 @@ pub(super) fn compile_endpoint(
         limits,
         path_in_file: path.to_owned(),
     })
+}
+
+/// The rule's `path`: exact, or a prefix when it ends in `*` (and nowhere else).
+fn path_pattern(e: &mut Errors, path: &str, raw: &RawEndpoint) -> Option<PathPattern> {
+    let pattern_path = join(path, "path");
+    e.required(&pattern_path, &raw.path)
+        .and_then(|v| e.string(&pattern_path, v))
+        .and_then(|p| {
+            let (body, prefix) = match p.strip_suffix('*') {
+                Some(body) => (body, true),
+                None => (p.as_str(), false),
+            };
+            if !p.starts_with('/') {
+                e.push(&pattern_path, format!("\"{p}\" must start with /"));
+                None
+            } else if body.contains('*') {
+                e.push(
+                    &pattern_path,
+                    format!("\"{p}\": * is allowed only at the end"),
+                );
+                None
+            } else if prefix {
+                Some(PathPattern::Prefix(body.to_owned()))
+            } else {
+                Some(PathPattern::Exact(body.to_owned()))
+            }
+        })
+}
+
+/// The rule's `key`: whose counter its limits keep (the user's by default).
+fn key_scope(e: &mut Errors, path: &str, raw: &RawEndpoint) -> KeyScope {
+    let key_path = join(path, "key");
+    match raw.key.as_ref().filter(|v| !v.is_null()) {
+        None => KeyScope::User,
+        Some(v) => match e.string(&key_path, v).as_deref() {
+            Some("user") | None => KeyScope::User,
+            Some("ip") => KeyScope::Ip,
+            Some(other) => {
+                e.push(
+                    &key_path,
+                    format!("unknown key scope \"{other}\" (expected user or ip)"),
+                );
+                KeyScope::User
+            }
+        },
+    }
 }
 
 pub(super) fn limits(
