@@ -7,13 +7,33 @@ use axum::extract::{FromRequest, Request};
 use axum::http::{StatusCode, header};
 use serde::de::{Deserialize, DeserializeOwned, Deserializer, Visitor};
 
-/// The largest request body accepted.
+/// The largest request body accepted, but for a batch.
 pub const MAX_BODY_BYTES: usize = 64 * 1024;
 
-/// A JSON body parsed into `T`, or a 4xx problem saying what is wrong with it.
-pub struct JsonBody<T>(pub T);
+/// The largest batch body accepted: room for 1000 check requests with every field at its
+/// longest (a user of 512 bytes, an endpoint of 2 KiB), so a batch is refused for its item
+/// count, never for its size.
+pub const MAX_BATCH_BODY_BYTES: usize = 4 * 1024 * 1024;
 
-impl<S: Send + Sync, T: DeserializeOwned> FromRequest<S> for JsonBody<T> {
+/// The route whose bodies may be as large as [`MAX_BATCH_BODY_BYTES`].
+pub const BATCH_PATH: &str = "/v1/check/batch";
+
+/// The largest body accepted on `path`.
+pub fn body_limit(path: &str) -> usize {
+    if path == BATCH_PATH {
+        MAX_BATCH_BODY_BYTES
+    } else {
+        MAX_BODY_BYTES
+    }
+}
+
+/// A JSON body parsed into `T`, or a 4xx problem saying what is wrong with it; bodies over
+/// `LIMIT` bytes are refused with 413.
+pub struct JsonBody<T, const LIMIT: usize = MAX_BODY_BYTES>(pub T);
+
+impl<S: Send + Sync, T: DeserializeOwned, const LIMIT: usize> FromRequest<S>
+    for JsonBody<T, LIMIT>
+{
     type Rejection = Problem;
 
     async fn from_request(request: Request, _state: &S) -> Result<Self, Problem> {
@@ -36,9 +56,9 @@ impl<S: Send + Sync, T: DeserializeOwned> FromRequest<S> for JsonBody<T> {
                 ));
             }
         }
-        let bytes = axum::body::to_bytes(request.into_body(), MAX_BODY_BYTES)
+        let bytes = axum::body::to_bytes(request.into_body(), LIMIT)
             .await
-            .map_err(|e| unreadable(&e))?;
+            .map_err(|e| unreadable(&e, LIMIT))?;
         parse(&bytes).map(JsonBody)
     }
 }
@@ -50,7 +70,7 @@ fn is_json(content_type: &str) -> bool {
 
 /// A body that could not be read: 413 when it is over the limit, else 400 with the transport's
 /// reason (a malformed chunked encoding, a connection cut short), not a misleading 413.
-fn unreadable(error: &axum::Error) -> Problem {
+fn unreadable(error: &axum::Error, limit: usize) -> Problem {
     // The limit error is `http_body_util::LengthLimitError` (from `to_bytes` here or from
     // `RequestBodyLimitLayer`), possibly wrapped in `axum::Error`s; that crate is not a
     // dependency of ours, so it is recognised by its message.
@@ -59,7 +79,7 @@ fn unreadable(error: &axum::Error) -> Problem {
     while let Some(e) = next {
         let text = e.to_string();
         if text == "length limit exceeded" {
-            return too_large();
+            return too_large(limit);
         }
         if reasons.last() != Some(&text) {
             reasons.push(text);
@@ -72,10 +92,10 @@ fn unreadable(error: &axum::Error) -> Problem {
     ))
 }
 
-pub fn too_large() -> Problem {
+pub fn too_large(limit: usize) -> Problem {
     Problem::new(
         StatusCode::PAYLOAD_TOO_LARGE,
-        format!("request body exceeds {MAX_BODY_BYTES} bytes"),
+        format!("request body exceeds {limit} bytes"),
     )
 }
 

@@ -1,7 +1,7 @@
 //! `POST /v1/check` and `POST /v1/check/batch`: JSON in, decision out.
 
 use super::AppState;
-use super::body::JsonBody;
+use super::body::{JsonBody, MAX_BATCH_BODY_BYTES};
 use super::decision::{self, DecisionBody};
 use super::problem::Problem;
 use crate::engine::{CheckError, CheckRequest, Cost, MAX_COST};
@@ -161,13 +161,13 @@ pub struct BatchResults {
     responses(
         (status = 200, description = "One decision per request, allowed or not", body = BatchResults),
         (status = 400, description = "An invalid item (named by its index) or batch size", body = Problem, content_type = "application/problem+json"),
-        (status = 413, description = "Body over 64 KiB", body = Problem, content_type = "application/problem+json"),
+        (status = 413, description = "Body over 4 MiB", body = Problem, content_type = "application/problem+json"),
         (status = 415, description = "Not JSON", body = Problem, content_type = "application/problem+json"),
     )
 )]
 pub async fn batch(
     State(state): State<AppState>,
-    JsonBody(body): JsonBody<BatchBody>,
+    JsonBody(body): JsonBody<BatchBody, MAX_BATCH_BODY_BYTES>,
 ) -> Result<Json<BatchResults>, Problem> {
     let items = body
         .requests

@@ -57,15 +57,19 @@ struct ApiDoc;
 
 /// The router and the OpenAPI document that describes it.
 pub fn router_and_openapi(state: AppState) -> (Router, utoipa::openapi::OpenApi) {
+    let batch = OpenApiRouter::new()
+        .routes(routes!(check::batch))
+        .layer(RequestBodyLimitLayer::new(body::MAX_BATCH_BODY_BYTES));
     let (router, api) = OpenApiRouter::with_openapi(ApiDoc::openapi())
         .routes(routes!(check::check))
-        .routes(routes!(check::batch))
         .routes(routes!(auth::auth))
         .routes(routes!(report::report))
         .routes(routes!(health::healthz))
         .routes(routes!(health::readyz))
         .routes(routes!(health::metrics))
         .merge(admin::routes())
+        .layer(RequestBodyLimitLayer::new(body::MAX_BODY_BYTES))
+        .merge(batch)
         .with_state(state)
         .split_for_parts();
     let document = api.clone();
@@ -75,7 +79,6 @@ pub fn router_and_openapi(state: AppState) -> (Router, utoipa::openapi::OpenApi)
             axum::routing::get(move || async move { axum::Json(document) }),
         )
         .fallback(not_found)
-        .layer(RequestBodyLimitLayer::new(body::MAX_BODY_BYTES))
         // Inside `problems_only`, so a timeout's 408 becomes problem+json too.
         .layer(TimeoutLayer::with_status_code(
             StatusCode::REQUEST_TIMEOUT,
@@ -138,7 +141,7 @@ async fn problems_only(request: Request, next: Next) -> Response {
             "the request took longer than {} s",
             REQUEST_TIMEOUT.as_secs()
         ),
-        StatusCode::PAYLOAD_TOO_LARGE => body::too_large().detail,
+        StatusCode::PAYLOAD_TOO_LARGE => body::too_large(body::body_limit(&path)).detail,
         other => text.unwrap_or_else(|| other.canonical_reason().unwrap_or("error").to_owned()),
     };
     let mut problem = Problem::new(status, detail).into_response();
