@@ -7,6 +7,8 @@ mod common;
 
 #[path = "grpc/daemon.rs"]
 mod daemon;
+#[path = "grpc/envoy_counting.rs"]
+mod envoy_counting;
 #[path = "grpc/envoy_mode.rs"]
 mod envoy_mode;
 #[path = "grpc/harness.rs"]

@@ -4,9 +4,10 @@
 //! script-cache recovery, and the engine end to end on both stores.
 //!
 //! `tests/redis_store/` holds the parts: `support` (stores on one manual clock, key layout, a
-//! seeded generator), `scenarios` (the suite, generic over `Store`), `reference` (the
-//! algorithms as a store, and Redis expiry on the manual clock), `differential`,
-//! `engine_level` and `batch`.
+//! seeded generator), `scenarios` (the suite, generic over `Store`; its tables and
+//! request-level rules in `scenarios/`), `reference` (the algorithms as a store, and Redis expiry
+//! on the manual clock), `differential`, `engine_level` (privacy and the tier store in
+//! `engine_level/`) and `batch`.
 
 #[path = "redis_store/batch.rs"]
 mod batch;

@@ -1,6 +1,10 @@
 //! The engine over Redis with the shipped example policy: what lands in Redis (no raw
 //! identifier, a TTL on every key but the tier store), the tier store, and the same decisions
 //! as on the memory store.
+//!
+//! Here: an engine on any store with the example policy, and the decision tests;
+//! `engine_level/` holds what lands in Redis: `privacy` (no raw identifier, TTLs) and `tiers`
+//! (the tier store).
 
 use crate::common::EXAMPLE_POLICY;
 use crate::common::redis::RedisServer;
@@ -10,10 +14,8 @@ use ratewarden::clock::ManualClock;
 use ratewarden::engine::{
     CheckRequest, Cost, Decision, Engine, Reason, SubjectHasher, SubjectStanding,
 };
-use ratewarden::limit::Algorithm;
-use ratewarden::limit::Limit;
 use ratewarden::policy::Policy;
-use ratewarden::store::{MemoryStore, Store, TIER_STORE_TTL, TIER_TTL_REFRESH};
+use ratewarden::store::{MemoryStore, Store};
 use std::collections::HashMap;
 use std::net::IpAddr;
 use std::path::Path;
@@ -43,298 +45,13 @@ fn ip(text: &str) -> IpAddr {
     text.parse().expect("an IP address")
 }
 
-/// Every limit of the policy by its store id (`t:free:hourly`).
-fn limits_by_id(policy: &Policy) -> HashMap<String, Limit> {
-    let tiers = policy.tiers.iter().flat_map(|t| &t.limits);
-    let rules = policy
-        .endpoints
-        .iter()
-        .chain([&policy.default_endpoint])
-        .flat_map(|r| &r.limits);
-    tiers
-        .chain(rules)
-        .map(|l| (l.id.clone(), l.clone()))
-        .collect()
-}
+#[path = "engine_level/privacy.rs"]
+mod privacy;
+#[path = "engine_level/tiers.rs"]
+mod tiers;
 
-/// The smallest scale the example policy can put on a limit: its `high_factor` (0.5) times its
-/// anomaly `factor` (0.1).
-const SLOWEST_SCALE: f64 = 0.05;
-
-/// How long a limit's state can matter after a request: a window, two for `sliding_window`
-/// (the previous window weighs on the next), a full refill for GCRA at scale 1 (its state is a
-/// time), and a full refill at the slowest scale for a token bucket (its usage refills at the
-/// rate in force when it is next checked).
-fn longest_life_ms(limit: &Limit) -> u64 {
-    let rate = limit.base_rate();
-    let micros = match rate.algorithm {
-        Algorithm::SlidingLog | Algorithm::FixedWindow => rate.window,
-        Algorithm::SlidingWindow => 2 * rate.window,
-        Algorithm::Gcra => rate.burst * rate.window.div_ceil(rate.requests),
-        Algorithm::TokenBucket => {
-            let slowest = limit.rate(SLOWEST_SCALE).requests.max(1);
-            rate.burst * rate.window.div_ceil(slowest)
-        }
-    };
-    micros.div_ceil(1000)
-}
-
-/// Users, phone numbers and addresses, and the forms in which a careless store would keep them.
-const USERS: [&str; 3] = ["alice@example.com", "+15551234567", "Bob.Smith@Example.org"];
-const IPS: [&str; 3] = ["203.0.113.7", "2001:db8::1", "::ffff:198.51.100.23"];
-
-fn forbidden_forms() -> Vec<String> {
-    let mut forms: Vec<String> = [
-        "alice@example.com",
-        "alice",
-        "example.com",
-        "+15551234567",
-        "15551234567",
-        "5551234567",
-        "bob.smith",
-        "example.org",
-        "203.0.113.7",
-        "7.113.0.203",
-        "203.000.113.007",
-        "cb007107",   // 203.0.113.7 in hex
-        "3405803783", // ... as a 32-bit number
-        "2001:db8",
-        "2001:0db8",
-        "20010db8",
-        "198.51.100.23",
-        "c6336417", // 198.51.100.23 in hex
-        "::ffff",
-    ]
-    .iter()
-    .map(|s| s.to_string())
-    .collect();
-    forms.extend(USERS.iter().map(hex::encode));
-    forms
-}
-
-/// Drives the engine with the example policy, then reads everything in Redis.
-pub async fn privacy_and_ttls() {
-    let server = RedisServer::start();
-    // The server's own clock: TTLs as in production. The example policy's shortest windows are
-    // a minute: start clear of a minute's edge, so no key expires before it is read below.
-    crate::common::clear_of_window_edge(Duration::from_secs(60)).await;
-    let engine = engine_on(redis_store_server_time(&server, "rw"));
-    engine
-        .set_stored_tier(USERS[2], Some("pro"))
-        .await
-        .expect("tier stored");
-    for user in USERS {
-        for endpoint in ["/api/search", "/api/export", "/sms/send", "/anything"] {
-            for tier in [None, Some("enterprise")] {
-                for _ in 0..3 {
-                    let mut r = CheckRequest::new(user, endpoint);
-                    r.tier = tier;
-                    decide(&engine, &r).await;
-                }
-            }
-        }
-        for address in IPS {
-            let mut r = CheckRequest::new(user, "/login");
-            r.ip = Some(ip(address));
-            decide(&engine, &r).await;
-        }
-    }
-    // Denied requests too: a cost above the burst, and the SMS rule spent.
-    let mut r = CheckRequest::new(USERS[1], "/anything");
-    r.cost = Cost::new(25).unwrap();
-    assert!(!decide(&engine, &r).await.allowed);
-    for _ in 0..10 {
-        decide(&engine, &CheckRequest::new(USERS[1], "/sms/send")).await;
-    }
-    assert!(
-        !decide(&engine, &CheckRequest::new(USERS[1], "/sms/send"))
-            .await
-            .allowed
-    );
-
-    let keys = server.keys();
-    let forms = forbidden_forms();
-    let limits = limits_by_id(&policy());
-    let mut algorithms_seen = std::collections::BTreeSet::new();
-    assert!(keys.len() > 20, "{keys:?}");
-    for key in &keys {
-        let kind = server.cli(&["TYPE", key]).trim().to_owned();
-        if kind == "none" {
-            // Expired since KEYS listed it (a GCRA or token bucket key lives only until its
-            // state has decayed, a second or so here): it had a TTL.
-            continue;
-        }
-        let value = match kind.as_str() {
-            "string" => server.cli(&["GET", key]),
-            "zset" => server.cli(&["ZRANGE", key, "0", "-1", "WITHSCORES"]),
-            "hash" => server.cli(&["HGETALL", key]),
-            other => panic!("{key} is a {other}"),
-        };
-        for form in &forms {
-            let form = form.to_lowercase();
-            assert!(
-                !key.to_lowercase().contains(&form),
-                "key {key} contains {form}"
-            );
-            assert!(
-                !value.to_lowercase().contains(&form),
-                "{key} = {value:?} contains {form}"
-            );
-        }
-        let ttl: i64 = server
-            .cli(&["PTTL", key])
-            .trim()
-            .parse()
-            .expect("PTTL answers a number");
-        if ttl == -2 {
-            continue; // Expired between TYPE and PTTL, as above.
-        }
-        if key == "rw:tiers" {
-            // Operator data: a long TTL, refreshed by changes and (once a minute) lookups.
-            assert_eq!(kind, "hash");
-            let long = TIER_STORE_TTL.as_millis() as i64;
-            assert!(ttl > long - 60_000 && ttl <= long, "{key}: PTTL {ttl}");
-            continue;
-        }
-        // rw:{<32 hex digits>}:<limit id>, and # for a sliding log's running total.
-        let rest = key
-            .strip_prefix("rw:{")
-            .unwrap_or_else(|| panic!("unexpected key {key}"));
-        let (hash, id) = rest
-            .split_once("}:")
-            .unwrap_or_else(|| panic!("unexpected key {key}"));
-        assert!(
-            hash.len() == 32 && hash.bytes().all(|b| b.is_ascii_hexdigit()),
-            "{key}"
-        );
-        let (id, total) = id.strip_suffix('#').map_or((id, false), |id| (id, true));
-        let limit = limits
-            .get(id)
-            .unwrap_or_else(|| panic!("{key}: no limit {id}"));
-        assert_eq!(
-            total,
-            kind == "string" && limit.algorithm == Algorithm::SlidingLog,
-            "{key}"
-        );
-        algorithms_seen.insert(limit.algorithm.name());
-        assert!(ttl > 0, "{key} has no TTL ({ttl})");
-        let bound = longest_life_ms(limit);
-        assert!(
-            ttl as u64 <= bound + 2,
-            "{key}: PTTL {ttl} ms, longer than its state can matter ({bound} ms)"
-        );
-        if limit.algorithm != Algorithm::TokenBucket {
-            assert!(
-                ttl as u64 <= 2 * limit.window_micros() / 1000 + 2,
-                "{key}: PTTL {ttl} ms"
-            );
-        }
-    }
-    assert_eq!(algorithms_seen.len(), 5, "{algorithms_seen:?}");
-    assert!(keys.iter().any(|k| k == "rw:tiers"), "{keys:?}");
-}
-
-/// `set_stored_tier` writes `HSET <prefix>:tiers <subject hash> <tier>`; checks read it
-/// through the local cache; removing it goes back to the default tier.
-pub async fn tier_store() {
-    let server = RedisServer::start();
-    let clock = ManualClock::starting_at(T0);
-    let engine = engine_on(redis_store(&server, "rw", &clock));
-    let tier_of = |d: &Decision| d.resolved.tier().name.clone();
-
-    assert_eq!(engine.stored_tier("carol").await, None);
-    assert_eq!(
-        tier_of(&decide(&engine, &CheckRequest::new("carol", "/x")).await),
-        "free"
-    );
-    let subject = engine
-        .set_stored_tier("carol", Some("pro"))
-        .await
-        .expect("stored");
-    assert_eq!(subject, engine.hasher().user("carol"));
-    assert_eq!(
-        server
-            .cli(&["HGET", "rw:tiers", &subject.to_string()])
-            .trim(),
-        "pro"
-    );
-    assert_eq!(server.cli(&["HLEN", "rw:tiers"]).trim(), "1");
-    let long = TIER_STORE_TTL.as_millis() as i64;
-    let tiers_ttl = || -> i64 { server.cli(&["PTTL", "rw:tiers"]).trim().parse().unwrap() };
-    assert!(tiers_ttl() > long - 60_000, "PTTL {}", tiers_ttl());
-    // A hash an operator wrote without a TTL gets one from the first lookup once the refresh
-    // is due: lookups refresh it at most once per TIER_TTL_REFRESH, not once per request.
-    server.cli(&["PERSIST", "rw:tiers"]);
-    assert_eq!(tiers_ttl(), -1);
-    // The engine that wrote it forgets its cached answer at once.
-    let before = command_calls(&server, "hget");
-    assert_eq!(
-        tier_of(&decide(&engine, &CheckRequest::new("carol", "/x")).await),
-        "pro"
-    );
-    assert_eq!(command_calls(&server, "hget"), before + 1, "one lookup");
-    assert_eq!(tiers_ttl(), -1, "the change refreshed it a moment ago");
-    clock.advance(TIER_TTL_REFRESH + Duration::from_secs(1));
-    assert_eq!(engine.stored_tier("zed").await, None);
-    assert!(tiers_ttl() > long - 60_000, "PTTL {}", tiers_ttl());
-    let before = command_calls(&server, "hget");
-    // Then the local cache answers: an operator's change in Redis is not seen yet.
-    server.cli(&["HSET", "rw:tiers", &subject.to_string(), "enterprise"]);
-    for _ in 0..3 {
-        assert_eq!(
-            tier_of(&decide(&engine, &CheckRequest::new("carol", "/x")).await),
-            "pro"
-        );
-    }
-    assert_eq!(command_calls(&server, "hget"), before, "cached");
-    // A tier written straight into Redis for a subject not cached yet is found.
-    let dave = engine.hasher().user("dave").to_string();
-    server.cli(&["HSET", "rw:tiers", &dave, "enterprise"]);
-    assert_eq!(
-        tier_of(&decide(&engine, &CheckRequest::new("dave", "/x")).await),
-        "enterprise"
-    );
-    // A stored tier the policy does not have falls back to the default tier.
-    let erin = engine.hasher().user("erin").to_string();
-    server.cli(&["HSET", "rw:tiers", &erin, "platinum"]);
-    assert_eq!(
-        tier_of(&decide(&engine, &CheckRequest::new("erin", "/x")).await),
-        "free"
-    );
-    // A tier named by the request wins over the stored one.
-    let mut r = CheckRequest::new("dave", "/x");
-    r.tier = Some("pro");
-    assert_eq!(tier_of(&decide(&engine, &r).await), "pro");
-    // An unknown tier is refused and nothing is written.
-    assert!(
-        engine
-            .set_stored_tier("frank", Some("platinum"))
-            .await
-            .is_err()
-    );
-    let frank = engine.hasher().user("frank").to_string();
-    assert_eq!(server.cli(&["HEXISTS", "rw:tiers", &frank]).trim(), "0");
-    // Removing.
-    engine
-        .set_stored_tier("carol", None)
-        .await
-        .expect("removed");
-    assert_eq!(
-        server
-            .cli(&["HEXISTS", "rw:tiers", &subject.to_string()])
-            .trim(),
-        "0"
-    );
-    assert_eq!(engine.stored_tier("carol").await, None);
-    assert_eq!(
-        tier_of(&decide(&engine, &CheckRequest::new("carol", "/x")).await),
-        "free"
-    );
-    // The tier store keeps its TTL and holds hashes only.
-    assert!(tiers_ttl() > long - 60_000, "PTTL {}", tiers_ttl());
-    let all = server.cli(&["HGETALL", "rw:tiers"]);
-    assert!(!all.contains("dave") && !all.contains("erin"), "{all}");
-}
+pub use privacy::privacy_and_ttls;
+pub use tiers::tier_store;
 
 /// What a client sees of a decision.
 #[derive(Debug, PartialEq)]

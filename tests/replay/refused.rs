@@ -1,0 +1,181 @@
+//! What `replay` refuses before replaying, each with its exact message: an empty, missing or
+//! unparsable input, a bad policy, a model it cannot read, a header subject for a combined log;
+//! and a JSON line without the header its subject comes from is skipped as unparsable.
+
+use super::harness::{example_policy, replay, replay_report};
+use super::malformed::GOOD;
+
+#[test]
+fn an_empty_file_a_missing_file_a_bad_policy_and_an_unreadable_model_exit_non_zero_with_a_clear_message()
+ {
+    let dir = tempfile::tempdir().unwrap();
+    let policy = example_policy();
+    let empty = dir.path().join("empty.log");
+    std::fs::write(&empty, "").unwrap();
+    replay(
+        &[
+            "--policy",
+            policy.to_str().unwrap(),
+            "--log",
+            empty.to_str().unwrap(),
+        ],
+        &[],
+    )
+    .assert_fails_with(&format!(
+        "error: no parsable line in {} (0 lines skipped)",
+        empty.display()
+    ));
+
+    let missing = dir.path().join("missing.log");
+    replay(
+        &[
+            "--policy",
+            policy.to_str().unwrap(),
+            "--log",
+            missing.to_str().unwrap(),
+        ],
+        &[],
+    )
+    .assert_fails_with(&format!(
+        "error: cannot open {}: No such file or directory (os error 2)\n",
+        missing.display()
+    ));
+
+    let good = dir.path().join("good.log");
+    std::fs::write(&good, format!("{GOOD}\n")).unwrap();
+    let bad_policy = dir.path().join("policy.yaml");
+    std::fs::write(&bad_policy, "tiers: {}\nfrobnicate: 1\n").unwrap();
+    let run = replay(
+        &[
+            "--policy",
+            bad_policy.to_str().unwrap(),
+            "--log",
+            good.to_str().unwrap(),
+        ],
+        &[],
+    );
+    run.assert_fails_with(&format!("error: policy {}:\n", bad_policy.display()));
+    run.assert_fails_with("frobnicate");
+
+    // A policy naming a model that cannot be read: no replay without the model it names.
+    let no_model = dir.path().join("no-model.yaml");
+    let missing_model = dir.path().join("missing-model.json");
+    std::fs::write(
+        &no_model,
+        std::fs::read_to_string(&policy).unwrap().replace(
+            "model: models/abuse.json",
+            &format!("model: {}", missing_model.display()),
+        ),
+    )
+    .unwrap();
+    replay(
+        &[
+            "--policy",
+            no_model.to_str().unwrap(),
+            "--log",
+            good.to_str().unwrap(),
+        ],
+        &[],
+    )
+    .assert_fails_with(&format!(
+        "error: adaptive.anomaly.model: cannot read model file {}: No such file or directory (os error 2) (fix the file, or remove the key to replay without anomaly scaling)\n",
+        missing_model.display()
+    ));
+
+    // An empty file next to a good one is counted, not an error.
+    let run = replay(
+        &[
+            "--policy",
+            policy.to_str().unwrap(),
+            "--log",
+            empty.to_str().unwrap(),
+            "--log",
+            good.to_str().unwrap(),
+        ],
+        &[],
+    );
+    run.assert_ok();
+    assert!(
+        run.stdout
+            .contains(&format!("input   {} (empty): 0 lines", empty.display())),
+        "{}",
+        run.stdout
+    );
+
+    // A combined log has no X-Api-Key header to take the subject from.
+    replay(
+        &[
+            "--policy",
+            policy.to_str().unwrap(),
+            "--log",
+            good.to_str().unwrap(),
+            "--subject",
+            "header:X-Api-Key",
+        ],
+        &[],
+    )
+    .assert_fails_with(&format!(
+        "error: --subject header:X-Api-Key reads the `headers` object of JSON lines, and {} is a combined log, which logs no request headers by name: use --subject ip or user, or a jsonl log",
+        good.display()
+    ));
+}
+
+#[test]
+fn a_header_subject_is_refused_for_combined_logs_before_reading() {
+    let dir = tempfile::tempdir().unwrap();
+    let policy = example_policy();
+    // With --format combined nothing is opened: the file does not even exist.
+    let missing = dir.path().join("not-there.log");
+    replay(
+        &[
+            "--policy",
+            policy.to_str().unwrap(),
+            "--log",
+            missing.to_str().unwrap(),
+            "--format",
+            "combined",
+            "--subject",
+            "header:User-Agent",
+        ],
+        &[],
+    )
+    .assert_fails_with(&format!(
+        "error: --subject header:User-Agent reads the `headers` object of JSON lines, and {} is a combined log, which logs no request headers by name: use --subject ip or user, or a jsonl log",
+        missing.display()
+    ));
+}
+
+#[test]
+fn a_jsonl_line_without_the_subject_header_is_unparsable() {
+    let dir = tempfile::tempdir().unwrap();
+    let policy = example_policy();
+    let log = dir.path().join("headers.jsonl");
+    std::fs::write(
+        &log,
+        concat!(
+            r#"{"ts": 1795334400, "user": "u1", "endpoint": "/a", "headers": {"X-Api-Key": "k1"}}"#,
+            "\n",
+            r#"{"ts": 1795334401, "user": "u2", "endpoint": "/a"}"#,
+            "\n",
+            r#"{"ts": 1795334402, "user": "u3", "endpoint": "/a", "headers": {"x-api-key": "k2"}}"#,
+            "\n",
+        ),
+    )
+    .unwrap();
+    let (report, _) = replay_report(
+        dir.path(),
+        &policy,
+        &log,
+        &["--subject", "header:x-API-key"],
+    );
+    assert_eq!(report["lines_skipped"], 1, "{report:#}");
+    assert_eq!(report["summary"]["requests"], 2);
+    assert_eq!(report["summary"]["subjects"], 2);
+    assert_eq!(report["subject_fallbacks"], 0);
+    let example = &report["skipped_examples"][0];
+    assert_eq!(example["line"], 2);
+    assert_eq!(
+        example["problem"],
+        "no `headers.x-API-key`, and --subject header:x-API-key needs it"
+    );
+}
