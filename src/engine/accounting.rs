@@ -10,6 +10,24 @@ impl<S: Store> Engine<S> {
     pub(super) fn count(&self, decision: &Decision) {
         self.metrics.record_decision(&labels(decision));
     }
+
+    /// Counts an Envoy call no limit was checked for: allowed (no descriptor had a limit), or
+    /// denied by a limit of 0 requests, which no request ever passes (`quota`, as a cost over
+    /// the base limit). `scope` is the `tier` label: the domain, or `native`.
+    pub(super) fn count_without_decision(&self, rule: &str, scope: &str, allowed: bool) {
+        self.metrics.record_decision(&DecisionLabels {
+            rule,
+            tier: scope,
+            outcome: if allowed {
+                Outcome::Allowed
+            } else {
+                Outcome::Denied
+            },
+            reason: (!allowed).then_some(Reason::Quota.label()),
+            burst: false,
+            near_limit: None,
+        });
+    }
 }
 
 fn labels(decision: &Decision) -> DecisionLabels<'_> {

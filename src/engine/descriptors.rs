@@ -71,28 +71,42 @@ impl<S: Store> Engine<S> {
                 _ => None,
             })
             .collect();
-        // Counted once per call, as HTTP counts a request: by the descriptor that denied (or
-        // would have, in shadow), else the one with the least remaining.
-        let deciding = decisions
-            .iter()
-            .find(|d| !d.allowed)
-            .or(decisions.iter().find(|d| d.shadow))
-            .or(decisions
-                .iter()
-                .filter(|d| d.limit.is_some())
-                .min_by_key(|d| d.remaining));
-        if let Some(d) = deciding {
-            self.count(d);
-        }
-        let blocked = outcomes
-            .iter()
-            .any(|o| matches!(o, DescriptorOutcome::Blocked { .. }));
-        let headline = headline(&decisions, admitted, blocked);
+        let blocked_by = outcomes.iter().find_map(|o| match o {
+            DescriptorOutcome::Blocked { name, .. } => Some(name.as_str()),
+            _ => None,
+        });
+        self.count_call(&decisions, blocked_by, label);
+        let headline = headline(&decisions, admitted, blocked_by.is_some());
         Ok(DescriptorsDecision {
             admitted,
             outcomes,
             headline,
         })
+    }
+
+    /// Counts a call once, as HTTP counts a request: by the descriptor that denied, else a
+    /// limit of 0 that blocked it, else one that would have denied in shadow, else the one with
+    /// the least remaining; a call with no limit at all counts as allowed by rule `none`.
+    fn count_call(&self, decisions: &[&Decision], blocked_by: Option<&str>, domain: &str) {
+        let denied = decisions.iter().find(|d| !d.allowed);
+        let limited = || {
+            decisions
+                .iter()
+                .find(|d| d.shadow)
+                .or(decisions
+                    .iter()
+                    .filter(|d| d.limit.is_some())
+                    .min_by_key(|d| d.remaining))
+                .or(decisions.first())
+        };
+        match (denied, blocked_by) {
+            (Some(d), _) => self.count(d),
+            (None, Some(rule)) => self.count_without_decision(rule, domain, false),
+            (None, None) => match limited() {
+                Some(d) => self.count(d),
+                None => self.count_without_decision("none", domain, true),
+            },
+        }
     }
 
     /// Native descriptors as planned check requests (`Unmatched` for one without a subject).

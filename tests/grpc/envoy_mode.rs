@@ -170,6 +170,14 @@ async fn unlimited_always_passes_and_shadow_never_denies() {
         ),
         "{metrics}"
     );
+    // Every call counts once: the 20 unlimited ones and the 5 within the shadow limit too, as
+    // allowed with no enforced limit.
+    assert!(
+        metrics.contains(
+            "ratewarden_decisions_total{outcome=\"allowed\",rule=\"none\",tier=\"edge\"} 25"
+        ),
+        "{metrics}"
+    );
 }
 
 #[tokio::test]
@@ -294,5 +302,13 @@ descriptors:
             current(&r.statuses[0]),
             Some((0, unit::MINUTE, "client_".to_owned()))
         );
+    }
+    // Each blocked call counts once, denied by its limit of 0, with reason quota.
+    let metrics = s.metrics_text();
+    for line in [
+        "ratewarden_decisions_total{outcome=\"denied\",rule=\"client_\",tier=\"addresses\"} 3",
+        "ratewarden_rejections_total{reason=\"quota\",rule=\"client_\",tier=\"addresses\"} 3",
+    ] {
+        assert!(metrics.contains(line), "no {line} in {metrics}");
     }
 }
