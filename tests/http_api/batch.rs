@@ -2,7 +2,7 @@
 //! bad item and consumes nothing.
 
 use crate::common::EXAMPLE_POLICY;
-use crate::common::http::{App, Reply, app, post_json};
+use crate::common::http::{App, Reply, app, post_json, post_raw};
 use crate::support::{DECISION_FIELDS, check, export, keys};
 use axum::http::StatusCode;
 use serde_json::{Value, json};
@@ -133,4 +133,43 @@ async fn a_bad_batch_is_400_and_consumes_nothing() {
         4,
         "the failed batches consumed nothing"
     );
+}
+
+/// A batch's body may be 4 MiB, a single check's 64 KiB: a batch is refused for its item count,
+/// never for the size of 1000 items.
+#[tokio::test]
+async fn a_batch_body_is_capped_at_4_mib_and_a_check_body_at_64_kib() {
+    let app = app(EXAMPLE_POLICY);
+    let over = |cap: usize, prefix: &str| format!("{prefix}{}", " ".repeat(cap + 1 - prefix.len()));
+    let batch = over(
+        4 * 1024 * 1024,
+        r#"{"requests":[{"user":"a","endpoint":"/x"}]}"#,
+    );
+    post_raw(
+        &app.router,
+        "/v1/check/batch",
+        Some("application/json"),
+        batch,
+    )
+    .await
+    .assert_problem(
+        StatusCode::PAYLOAD_TOO_LARGE,
+        "request body exceeds 4194304 bytes",
+    );
+    let within = " ".repeat(64 * 1024) + r#"{"requests":[{"user":"a","endpoint":"/x"}]}"#;
+    let reply = post_raw(
+        &app.router,
+        "/v1/check/batch",
+        Some("application/json"),
+        within,
+    )
+    .await;
+    assert_eq!(reply.status, StatusCode::OK, "{}", reply.text());
+    let check = over(64 * 1024, r#"{"user":"a","endpoint":"/x"}"#);
+    post_raw(&app.router, "/v1/check", Some("application/json"), check)
+        .await
+        .assert_problem(
+            StatusCode::PAYLOAD_TOO_LARGE,
+            "request body exceeds 65536 bytes",
+        );
 }
