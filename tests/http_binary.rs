@@ -172,7 +172,6 @@ fn batch_decides_in_order_each_as_if_alone() {
     assert!(daemon.stop(Duration::from_secs(10)).success());
 }
 
-/// `GET /v1/auth` with the given extra header lines.
 /// A batch may hold 1000 items whatever their size: its body cap is 4 MiB, not the 64 KiB of a
 /// single check (the caps themselves: tests/http_api/batch.rs).
 #[test]
@@ -196,6 +195,7 @@ fn a_batch_of_a_thousand_items_is_decided_even_with_every_field_at_its_longest()
     assert_eq!(status, 200, "{} bytes: {body}", longest.len());
 }
 
+/// `GET /v1/auth` with the given extra header lines.
 fn auth(daemon: &Daemon, headers: &str) -> (u16, Vec<(String, String)>, String) {
     let reply = send(
         daemon.addr,

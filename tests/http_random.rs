@@ -52,6 +52,8 @@ use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 const SHIPPED: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/ratewarden.yaml");
 const ADMIN_TOKEN: &str = "fuzz-admin-token";
 const MAX_BODY: usize = 64 * 1024;
+/// A batch's cap: a batch body between the two caps must not be refused for its size.
+const MAX_BATCH_BODY: usize = 4 * 1024 * 1024;
 
 /// The start and end of `bytes`, escaped.
 fn printable(bytes: &[u8], max: usize) -> String {

@@ -11,8 +11,8 @@ use serde::de::{Deserialize, DeserializeOwned, Deserializer, Visitor};
 pub const MAX_BODY_BYTES: usize = 64 * 1024;
 
 /// The largest batch body accepted: room for 1000 check requests with every field at its
-/// longest (a user of 512 bytes, an endpoint of 2 KiB), so a batch is refused for its item
-/// count, never for its size.
+/// longest (a user of 512 bytes, an endpoint of 2 KiB) written without `\u` escapes, so a
+/// batch of plain JSON is refused for its item count, not for its size.
 pub const MAX_BATCH_BODY_BYTES: usize = 4 * 1024 * 1024;
 
 /// The route whose bodies may be as large as [`MAX_BATCH_BODY_BYTES`].

@@ -50,7 +50,7 @@ pub fn admin(addr: SocketAddr, method: &str, path: &str, body: &str) -> (u16, St
     )
 }
 
-/// The steady stream: about 40 requests a second from 40 subjects in every tier, through
+/// The steady stream: about 60 requests a second from 50 subjects in every tier, through
 /// /v1/check, /v1/check/batch and /v1/auth, until stopped. Each subject calls about once a
 /// second, within its limits: people browsing, not the abuse the model is there to flag.
 pub struct Steady {
@@ -58,7 +58,7 @@ pub struct Steady {
     handle: JoinHandle<Vec<u16>>,
 }
 
-const SUBJECTS: usize = 40;
+const SUBJECTS: usize = 50;
 
 /// What one subject calls, round after round: mostly the default rule's 50 a minute, search
 /// and export under their 10 and 5 a minute, a login now and then and one SMS in a run
@@ -87,7 +87,7 @@ const ROUNDS: [&str; 20] = [
 ];
 
 /// The endpoint of request `n`: its subject's next round. Subjects start their rotation at
-/// one of seven places, so each reaches its SMS round once, 13 to 19 s into the run.
+/// one of seven places, so each reaches its SMS round once, at its 13th to 19th request.
 fn steady_endpoint(n: usize) -> &'static str {
     let round = n / SUBJECTS + n % SUBJECTS % 7;
     ROUNDS[round % ROUNDS.len()]
@@ -130,25 +130,31 @@ impl Steady {
         let handle = std::thread::spawn(move || {
             let mut statuses = Vec::new();
             let mut n = 0usize;
+            let mut next = 0usize;
             while !flag.load(Ordering::Relaxed) {
+                // Each request (a batch item too) is the next of the stream, so every subject
+                // takes its turn once per SUBJECTS requests.
                 let status = match n % 10 {
                     0..=5 => {
-                        let request = steady_request(n);
+                        let request = steady_request(next);
                         let status = check(addr, &request).0;
                         if request["endpoint"] == "/api/export" && status == 200 {
-                            report_export(addr, n);
+                            report_export(addr, next);
                         }
+                        next += 1;
                         status
                     }
                     6 | 7 => {
-                        let items: Vec<Value> = (0..4).map(|i| steady_request(n + i)).collect();
+                        let items: Vec<Value> = (next..next + 4).map(steady_request).collect();
+                        next += 4;
                         let body = serde_json::json!({ "requests": items }).to_string();
                         let headers = [("Content-Type", "application/json")];
                         request(addr, "POST", "/v1/check/batch", &headers, &body).0
                     }
                     _ => {
-                        let user = format!("user-{}", n % SUBJECTS);
-                        let uri = steady_endpoint(n);
+                        let user = format!("user-{}", next % SUBJECTS);
+                        let uri = steady_endpoint(next);
+                        next += 1;
                         let headers = [("X-Api-Key", user.as_str()), ("X-Original-URI", uri)];
                         request(addr, "GET", "/v1/auth", &headers, "").0
                     }

@@ -3,9 +3,9 @@
 //!
 //! The contract every error of the API keeps, whatever was sent.
 
-use crate::MAX_BODY;
 use crate::common::daemon::Reply;
 use crate::request::Request;
+use crate::{MAX_BATCH_BODY, MAX_BODY};
 use serde_json::Value;
 
 /// What is wrong with a response, if anything.
@@ -19,9 +19,14 @@ pub fn judge(request: &Request, head: bool, reply: &Reply) -> Result<&'static st
             return Err(format!("{status} to a valid request (expected {expect:?})"));
         }
     }
-    if status == 413 && request.payload_len().is_some_and(|n| n <= MAX_BODY) {
+    let cap = if request.target.starts_with(b"/v1/check/batch") {
+        MAX_BATCH_BODY
+    } else {
+        MAX_BODY
+    };
+    if status == 413 && request.payload_len().is_some_and(|n| n <= cap) {
         return Err(format!(
-            "413 for a body of at most {MAX_BODY} bytes ({:?})",
+            "413 for a body of at most {cap} bytes ({:?})",
             request.payload_len()
         ));
     }

@@ -39,7 +39,7 @@ pub fn fast_poller(s: &mut Script) -> Tier {
 /// A partner's integration: Poisson arrivals at 2-90 % of the binding rate (one in ten at
 /// 95-115 %) from 1-3 egress addresses; order lists, order details (half of them new
 /// orders), inventory and search; a well-behaved client's errors. 10 % are misconfigured:
-/// 10-40 % 422 on top.
+/// 10-40 % more rejected payloads (400, 409 or 422) on top.
 pub fn integration(s: &mut Script) -> Tier {
     let tier = tier::draw(s, [0.1, 0.45, 0.45]);
     let rate = tier.ceiling() * tier::utilisation(s, 0.02, 0.9);
