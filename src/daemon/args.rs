@@ -25,9 +25,9 @@ pub struct ServeArgs {
     #[arg(long, env = "RATEWARDEN_ADMIN_TOKEN", hide_env_values = true)]
     pub admin_token: Option<String>,
     /// Use this load factor (above 0, at most 10) for the life of the process instead of
-    /// the one CPU use gives, for hosts whose CPU says nothing of this service (shared
-    /// hosts, CI). The CPU is still sampled for its gauge; the admin API's
-    /// `load_factor_override` still takes precedence.
+    /// the one the policy's load source gives (CPU by default), for hosts whose load says
+    /// nothing of this service (shared hosts, CI). The source is still sampled for its
+    /// gauges; the admin API's `load_factor_override` still takes precedence.
     #[arg(long, env = "RATEWARDEN_PIN_LOAD_FACTOR", value_parser = pinned_factor)]
     pub pin_load_factor: Option<f64>,
 }

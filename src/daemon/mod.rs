@@ -41,7 +41,7 @@ pub enum ServeError {
     Policy { path: String, errors: PolicyErrors },
     #[error(transparent)]
     Store(#[from] OpenError),
-    #[error("cannot listen on {addr}: {source}")]
+    #[error("cannot listen on {addr}")]
     Listen {
         addr: SocketAddr,
         source: std::io::Error,

@@ -116,7 +116,8 @@ impl Model {
                 .map(|j| Contribution {
                     feature: FEATURE_NAMES[j],
                     value: raw[j],
-                    contribution: parts[j],
+                    // `+ 0.0` turns the -0.0 of a weight-0 feature with a negative value into 0.
+                    contribution: parts[j].map(|c| c + 0.0),
                     outside_training_range: outside.contains(&j),
                 })
                 .collect(),

@@ -49,7 +49,8 @@ pub struct ReplayArgs {
     /// Write every request's decision as a JSON line (every pass's, with a sweep).
     #[arg(long)]
     pub decisions: Option<PathBuf>,
-    /// Secret of the keyed subject hashes; the daemon's makes the replay exact.
+    /// Secret of the keyed subject hashes (a fixed one when unset); decisions depend on it
+    /// only through hash collisions.
     #[arg(long, env = "RATEWARDEN_HASH_KEY", hide_env_values = true)]
     pub hash_key: Option<String>,
 }
