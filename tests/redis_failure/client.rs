@@ -9,19 +9,7 @@ use std::time::{Duration, Instant};
 
 pub const POLL: Duration = Duration::from_millis(5);
 
-/// A response: status, Content-Type, body as text.
-pub struct Answer {
-    pub status: u16,
-    pub content_type: String,
-    pub text: String,
-}
-
-impl Answer {
-    pub fn json(&self) -> Value {
-        serde_json::from_str(&self.text)
-            .unwrap_or_else(|e| panic!("not JSON ({e}): {} {}", self.status, self.text))
-    }
-}
+pub use crate::common::on_error::Answer;
 
 fn request(addr: SocketAddr, method: &str, path: &str, body: Option<&Value>) -> Answer {
     let body = body.map(Value::to_string).unwrap_or_default();

@@ -14,26 +14,7 @@ pub const LIMIT: u64 = 5;
 /// How soon after Redis is back the daemon must decide from it again.
 const RECOVERY: Duration = Duration::from_secs(2);
 
-/// A `store.on_error` value, and the `action` label of `ratewarden_store_errors_total` it counts.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Mode {
-    pub name: &'static str,
-    pub action: &'static str,
-}
-
-pub const ALLOW: Mode = Mode {
-    name: "allow",
-    action: "allowed",
-};
-pub const DENY: Mode = Mode {
-    name: "deny",
-    action: "denied",
-};
-pub const LOCAL: Mode = Mode {
-    name: "local",
-    action: "local",
-};
-pub const MODES: [Mode; 3] = [ALLOW, DENY, LOCAL];
+pub use crate::common::on_error::{ALLOW, DENY, LOCAL, MODES, Mode};
 
 pub fn write_policy(dir: &Path, url: &str, mode: Mode) -> PathBuf {
     let path = dir.join(format!("policy-{}.yaml", mode.name));
