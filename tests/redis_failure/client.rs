@@ -9,7 +9,7 @@ use std::time::{Duration, Instant};
 
 pub const POLL: Duration = Duration::from_millis(5);
 
-pub use crate::common::on_error::Answer;
+pub use crate::common::on_error::{Answer, metric};
 
 fn request(addr: SocketAddr, method: &str, path: &str, body: Option<&Value>) -> Answer {
     let body = body.map(Value::to_string).unwrap_or_default();
@@ -47,19 +47,6 @@ pub fn batch(addr: SocketAddr, user: &str, endpoint: &str, n: usize) -> Vec<Valu
         .expect("results");
     assert_eq!(results.len(), n, "{}", answer.text);
     results
-}
-
-/// The sum of the samples of `name` whose labels include every one of `labels`.
-pub fn metric(addr: SocketAddr, name: &str, labels: &[&str]) -> f64 {
-    let answer = get(addr, "/metrics");
-    assert_eq!(answer.status, 200);
-    answer
-        .text
-        .lines()
-        .filter(|l| l.starts_with(&format!("{name}{{")))
-        .filter(|l| labels.iter().all(|label| l.contains(label)))
-        .map(|l| l.rsplit(' ').next().unwrap().parse::<f64>().unwrap())
-        .sum()
 }
 
 pub fn store_errors(addr: SocketAddr, action: &str) -> f64 {
