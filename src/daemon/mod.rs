@@ -37,7 +37,7 @@ pub struct Listeners {
 
 #[derive(Debug, thiserror::Error)]
 pub enum ServeError {
-    #[error("policy {path}:\n{errors}")]
+    #[error("policy {path}:{}", errors.after_heading())]
     Policy { path: String, errors: PolicyErrors },
     #[error(transparent)]
     Store(#[from] OpenError),

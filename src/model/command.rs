@@ -69,7 +69,7 @@ pub struct TrainArgs {
 pub enum TrainCommandError {
     #[error("{} exists; pass --force to overwrite it (a daemon watching it loads the new model at once)", .0.display())]
     WouldOverwrite(PathBuf),
-    #[error("policy {path}:\n{errors}")]
+    #[error("policy {path}:{errors}")]
     Policy { path: PathBuf, errors: String },
     #[error("cannot open {path}: {source}")]
     Open {
@@ -164,14 +164,14 @@ fn training_policy(named: Option<&Path>) -> Result<Policy, TrainCommandError> {
             return Policy::from_yaml(SHIPPED, Path::new(".")).map_err(|e| {
                 TrainCommandError::Policy {
                     path: PathBuf::from("(shipped ratewarden.yaml)"),
-                    errors: e.to_string(),
+                    errors: e.after_heading(),
                 }
             });
         }
     };
     crate::rules::load_policy(path).map_err(|e| TrainCommandError::Policy {
         path: path.to_path_buf(),
-        errors: e.to_string(),
+        errors: e.after_heading(),
     })
 }
 

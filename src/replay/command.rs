@@ -57,7 +57,7 @@ pub struct ReplayArgs {
 
 #[derive(Debug, thiserror::Error)]
 pub enum ReplayError {
-    #[error("policy {path}:\n{errors}")]
+    #[error("policy {path}:{errors}")]
     Policy { path: PathBuf, errors: String },
     #[error(transparent)]
     Read(#[from] ReadError),
@@ -94,7 +94,7 @@ fn bar(len: u64, template: &str) -> ProgressBar {
 pub fn run(args: &ReplayArgs) -> Result<Report, ReplayError> {
     let policy = crate::rules::load_policy(&args.policy).map_err(|e| ReplayError::Policy {
         path: args.policy.clone(),
-        errors: e.to_string(),
+        errors: e.after_heading(),
     })?;
     refuse_header_for_combined(&args.logs, args.format, args.subject.as_ref())?;
     for path in &args.logs {

@@ -26,6 +26,15 @@ impl PolicyErrors {
     pub fn lines(&self) -> Vec<String> {
         self.0.iter().map(ToString::to_string).collect()
     }
+
+    /// The messages after a `policy FILE:` heading: one on the heading's line, several one per
+    /// line below it (an unreadable file is one message, and reads as one line).
+    pub fn after_heading(&self) -> String {
+        match self.0.as_slice() {
+            [only] => format!(" {only}"),
+            _ => format!("\n{self}"),
+        }
+    }
 }
 
 impl fmt::Display for PolicyErrors {

@@ -57,6 +57,22 @@ fn an_empty_file_a_missing_file_a_bad_policy_and_an_unreadable_model_exit_non_ze
     run.assert_fails_with(&format!("error: policy {}:\n", bad_policy.display()));
     run.assert_fails_with("frobnicate");
 
+    // One error (an unreadable file) stays on the heading's line.
+    let no_policy = dir.path().join("absent.yaml");
+    replay(
+        &[
+            "--policy",
+            no_policy.to_str().unwrap(),
+            "--log",
+            good.to_str().unwrap(),
+        ],
+        &[],
+    )
+    .assert_fails_with(&format!(
+        "error: policy {0}: cannot read {0}: No such file or directory (os error 2)\n",
+        no_policy.display()
+    ));
+
     // A policy naming a model that cannot be read: no replay without the model it names.
     let no_model = dir.path().join("no-model.yaml");
     let missing_model = dir.path().join("missing-model.json");
