@@ -4,8 +4,9 @@
 //! so the examples cannot rot), in front of a small upstream, with the real `ratewarden` binary
 //! deciding. Five exports pass to the upstream with the rate limit headers on the client's
 //! response, the sixth is ratewarden's 429 (its problem+json body, `Retry-After`, `RateLimit*`
-//! and `X-RateLimit-*`), and another key still passes; a store failing under `on_error: deny`
-//! reaches the client as ratewarden's 503, not the proxy's own error page.
+//! and `X-RateLimit-*`), and another key still passes; the client's own URI, tier and user
+//! headers change nothing; a store failing under `on_error: deny` and a key too long to decide
+//! reach the client as ratewarden's 503 and 400, not the proxy's own error page.
 
 mod common;
 
@@ -110,6 +111,57 @@ fn five_then_429(proxy: &Proxy, daemon: &Daemon, upstream: &Upstream) {
     assert_eq!(other.status, 200, "{other:?}");
     assert_eq!(other.text(), "upstream /api/export");
     assert_eq!(upstream.hits(), 6);
+
+    spoofed_headers_change_nothing(proxy, upstream);
+}
+
+/// The client's own copies of the headers the proxy speaks for: a URI header naming another
+/// path does not pick another endpoint rule, and `X-User-Id` without a key does not spend
+/// another subject's quota (the subject is then the client's address).
+fn spoofed_headers_change_nothing(proxy: &Proxy, upstream: &Upstream) {
+    let spoofed = proxy.get_with(
+        "/api/export",
+        &[
+            ("X-Api-Key", "k"),
+            ("X-Original-URI", "/elsewhere"),
+            ("X-Forwarded-Uri", "/elsewhere"),
+        ],
+    );
+    assert_eq!(spoofed.status, 429, "{spoofed:?}");
+    assert_eq!(
+        spoofed.header("ratelimit-policy"),
+        Some("\"export\";q=5;w=60")
+    );
+    let keyless = proxy.get_with("/api/export", &[("X-User-Id", "k")]);
+    assert_eq!(keyless.status, 200, "{keyless:?}");
+    assert_eq!(upstream.hits(), 7);
+}
+
+/// A request ratewarden cannot decide (a key over 512 bytes) reaches the client as its 400
+/// problem, not the proxy's own error page, and without empty rate limit headers.
+fn undecidable_is_400(proxy: &Proxy, upstream: &Upstream) {
+    let key = "k".repeat(513);
+    let reply = proxy.get("/api/export", &key);
+    assert_eq!(
+        reply.status,
+        400,
+        "{reply:?} {}\n{}",
+        reply.text(),
+        proxy.log_text()
+    );
+    assert_eq!(
+        problem_body(&reply),
+        json!({
+            "type": "about:blank",
+            "title": "Bad Request",
+            "status": 400,
+            "detail": "the subject is over 512 bytes",
+        })
+    );
+    for name in ["ratelimit", "ratelimit-policy", "x-ratelimit-limit"] {
+        assert_eq!(reply.header(name), None, "{reply:?}");
+    }
+    assert_eq!(upstream.hits(), 0, "an undecided request reached the upstream");
 }
 
 /// The body of a problem reply, checked to be `application/problem+json`.
@@ -156,27 +208,31 @@ fn store_down_is_503(proxy: &Proxy, upstream: &Upstream) {
             "violated-policies": [],
         })
     );
+    // No limit state to describe, so no (empty) rate limit headers.
+    assert_eq!(reply.header("ratelimit"), None, "{reply:?}");
     assert_eq!(upstream.hits(), 0, "a denial reached the upstream");
 }
 
 #[test]
-fn nginx_auth_request_snippet_turns_the_store_failing_into_ratewardens_503() {
+fn nginx_auth_request_snippet_turns_the_store_failing_into_ratewardens_503_and_a_bad_key_into_its_400() {
     let dir = tempfile::tempdir().unwrap();
     let daemon = daemon_with_store_down(dir.path());
     let upstream = Upstream::start();
     let proxy = nginx(dir.path(), daemon.addr, upstream.addr);
     store_down_is_503(&proxy, &upstream);
+    undecidable_is_400(&proxy, &upstream);
     drop(proxy);
     assert!(daemon.stop(Duration::from_secs(10)).success());
 }
 
 #[test]
-fn caddy_forward_auth_snippet_passes_ratewardens_503_through() {
+fn caddy_forward_auth_snippet_passes_ratewardens_503_and_400_through() {
     let dir = tempfile::tempdir().unwrap();
     let daemon = daemon_with_store_down(dir.path());
     let upstream = Upstream::start();
     let proxy = caddy(dir.path(), daemon.addr, upstream.addr);
     store_down_is_503(&proxy, &upstream);
+    undecidable_is_400(&proxy, &upstream);
     drop(proxy);
     assert!(daemon.stop(Duration::from_secs(10)).success());
 }

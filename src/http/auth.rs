@@ -38,7 +38,23 @@ const PROBLEM_HEADER_WANTED: &str = "X-Ratewarden-Problem-Header";
         (status = 400, description = "No URI header, or an invalid header", body = Problem, content_type = "application/problem+json"),
     )
 )]
-pub async fn auth(State(state): State<AppState>, request: Request) -> Result<Response, Problem> {
+pub async fn auth(State(state): State<AppState>, request: Request) -> Response {
+    // Asked for before anything can fail, so a refused request's problem reaches nginx too.
+    let problem_header = request
+        .headers()
+        .get(PROBLEM_HEADER_WANTED)
+        .is_some_and(|value| value.as_bytes().trim_ascii() == b"on");
+    match decide(&state, request, problem_header).await {
+        Ok(response) => response,
+        Err(problem) => decision::problem_response(problem, problem_header),
+    }
+}
+
+async fn decide(
+    state: &AppState,
+    request: Request,
+    problem_header: bool,
+) -> Result<Response, Problem> {
     let peer = request
         .extensions()
         .get::<ConnectInfo<SocketAddr>>()
@@ -86,7 +102,6 @@ pub async fn auth(State(state): State<AppState>, request: Request) -> Result<Res
             "the subject is over {MAX_USER_BYTES} bytes"
         )));
     }
-    let problem_header = header(headers, PROBLEM_HEADER_WANTED)? == Some("on");
     let tier = if identity.trust_tier_header {
         header(headers, "X-Tier")?
     } else {

@@ -146,15 +146,20 @@ pub fn auth_response(d: &Decision, problem_header: bool) -> Response {
     let mut response = if d.allowed {
         StatusCode::OK.into_response()
     } else {
-        let problem = denial_problem(d);
-        let copy = problem_header.then(|| problem.header_value()).flatten();
-        let mut response = problem.into_response();
-        if let Some(value) = copy {
-            response.headers_mut().insert(PROBLEM_HEADER, value);
-        }
-        response
+        problem_response(denial_problem(d), problem_header)
     };
     add_headers(d, response.headers_mut());
+    response
+}
+
+/// A problem as the response, copied into the `X-Ratewarden-Problem` header too when
+/// `problem_header` (nginx drops the body of an auth subrequest's answer).
+pub fn problem_response(problem: Problem, problem_header: bool) -> Response {
+    let copy = problem_header.then(|| problem.header_value()).flatten();
+    let mut response = problem.into_response();
+    if let Some(value) = copy {
+        response.headers_mut().insert(PROBLEM_HEADER, value);
+    }
     response
 }
 

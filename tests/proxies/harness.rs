@@ -146,10 +146,19 @@ impl Proxy {
     }
 
     pub fn get(&self, path: &str, key: &str) -> Reply {
-        let request = format!(
-            "GET {path} HTTP/1.1\r\nHost: 127.0.0.1:{}\r\nX-Api-Key: {key}\r\nConnection: close\r\n\r\n",
+        self.get_with(path, &[("X-Api-Key", key)])
+    }
+
+    /// A GET with the client's own `headers`.
+    pub fn get_with(&self, path: &str, headers: &[(&str, &str)]) -> Reply {
+        let mut request = format!(
+            "GET {path} HTTP/1.1\r\nHost: 127.0.0.1:{}\r\n",
             self.addr.port()
         );
+        for (name, value) in headers {
+            request.push_str(&format!("{name}: {value}\r\n"));
+        }
+        request.push_str("Connection: close\r\n\r\n");
         send(self.addr, request.as_bytes())
     }
 }
