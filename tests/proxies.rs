@@ -161,7 +161,11 @@ fn undecidable_is_400(proxy: &Proxy, upstream: &Upstream) {
     for name in ["ratelimit", "ratelimit-policy", "x-ratelimit-limit"] {
         assert_eq!(reply.header(name), None, "{reply:?}");
     }
-    assert_eq!(upstream.hits(), 0, "an undecided request reached the upstream");
+    assert_eq!(
+        upstream.hits(),
+        0,
+        "an undecided request reached the upstream"
+    );
 }
 
 /// The body of a problem reply, checked to be `application/problem+json`.
@@ -214,7 +218,7 @@ fn store_down_is_503(proxy: &Proxy, upstream: &Upstream) {
 }
 
 #[test]
-fn nginx_auth_request_snippet_turns_the_store_failing_into_ratewardens_503_and_a_bad_key_into_its_400() {
+fn nginx_auth_request_snippet_turns_a_store_failure_and_a_bad_key_into_503_and_400() {
     let dir = tempfile::tempdir().unwrap();
     let daemon = daemon_with_store_down(dir.path());
     let upstream = Upstream::start();
@@ -226,7 +230,7 @@ fn nginx_auth_request_snippet_turns_the_store_failing_into_ratewardens_503_and_a
 }
 
 #[test]
-fn caddy_forward_auth_snippet_passes_ratewardens_503_and_400_through() {
+fn caddy_forward_auth_snippet_passes_a_store_failure_and_a_bad_key_as_503_and_400() {
     let dir = tempfile::tempdir().unwrap();
     let daemon = daemon_with_store_down(dir.path());
     let upstream = Upstream::start();
