@@ -263,3 +263,25 @@ async fn with_no_model_the_control_loop_sends_redis_nothing() {
         );
     }
 }
+
+/// Redis forgetting the control scripts (`SCRIPT FLUSH`, a restart or a failover) costs no
+/// cycle: the lease's NOSCRIPT loads them again and the call is retried, with no outage.
+#[tokio::test]
+async fn a_flushed_script_cache_is_loaded_again_without_an_outage() {
+    let server = RedisServer::start();
+    let clock = ManualClock::starting_at(START);
+    let (engine, mut control) = daemon(&server, &clock);
+    for round in 0..3 {
+        send(&engine, "carol", "/a", "192.0.2.1", 5).await;
+        if round > 0 {
+            assert_eq!(server.cli(&["SCRIPT", "FLUSH"]).trim(), "OK");
+        }
+        clock.advance(Duration::from_secs(1));
+        let report = control.cycle().await;
+        assert!(report.leader, "round {round}: the lease was lost");
+        assert!(
+            !engine.store_outage().is_down(),
+            "round {round}: a flushed script cache was taken for an outage"
+        );
+    }
+}

@@ -37,7 +37,7 @@ impl RedisStore {
     }
 
     /// Loads the control scripts (on every primary of a cluster) so EVALSHA finds them: once,
-    /// and again after Redis said NOSCRIPT (see [`Self::noting_noscript`]), not every cycle.
+    /// and again after Redis said NOSCRIPT (see [`Self::call_script`]), not every cycle.
     async fn load_control_scripts(&self) -> Result<(), StoreError> {
         if self.control_scripts_loaded.load(Ordering::Relaxed) {
             return Ok(());
@@ -63,15 +63,23 @@ impl RedisStore {
         Ok(())
     }
 
-    /// A control call's result; a NOSCRIPT (Redis restarted or flushed its scripts) makes the
-    /// next call load the scripts again, so one cycle fails and the next one works.
-    fn noting_noscript<T>(&self, result: Result<T, StoreError>) -> Result<T, StoreError> {
-        if let Err(error) = &result {
-            if is_noscript(error) {
+    /// Runs a control script's EVALSHA. A NOSCRIPT (Redis restarted, failed over or flushed
+    /// its scripts) means the script did not run: the scripts are loaded again and the call
+    /// retried once, so a flushed cache is not a store outage.
+    async fn call_script<T: redis::FromRedisValue>(
+        &self,
+        cmd: &Cmd,
+        timeout: Duration,
+    ) -> Result<T, StoreError> {
+        self.load_control_scripts().await?;
+        match self.conn.query::<T>(cmd, timeout).await {
+            Err(error) if is_noscript(&error) => {
                 self.control_scripts_loaded.store(false, Ordering::Relaxed);
+                self.load_control_scripts().await?;
+                self.conn.query::<T>(cmd, timeout).await
             }
+            answered => answered,
         }
-        result
     }
 
     fn large_timeout(&self) -> Duration {
@@ -152,15 +160,13 @@ impl RedisStore {
 
     /// Takes or renews the lease; `true` while this daemon (`id`) holds it.
     pub async fn try_lead(&self, id: &str, ttl: Duration) -> Result<bool, StoreError> {
-        self.load_control_scripts().await?;
         let ttl_ms = ttl.as_millis().max(1).to_string();
         let cmd = Self::evalsha(
             LEASE,
             &[self.control_key("leader")],
             &[id.as_bytes(), ttl_ms.as_bytes()],
         );
-        let held = self.conn.query::<i64>(&cmd, self.timeout).await;
-        let held = self.noting_noscript(held)?;
+        let held: i64 = self.call_script(&cmd, self.timeout).await?;
         Ok(held == 1)
     }
 
@@ -174,7 +180,6 @@ impl RedisStore {
         value: &[u8],
         ttl: Duration,
     ) -> Result<bool, StoreError> {
-        self.load_control_scripts().await?;
         let generation = generation.to_string();
         let ttl_ms = ttl.as_millis().max(1).to_string();
         let cmd = Self::evalsha(
@@ -187,8 +192,8 @@ impl RedisStore {
                 value,
             ],
         );
-        let published = self.conn.query::<i64>(&cmd, self.large_timeout()).await;
-        Ok(self.noting_noscript(published)? == 1)
+        let published: i64 = self.call_script(&cmd, self.large_timeout()).await?;
+        Ok(published == 1)
     }
 
     /// The latest published standings: (generation, value), or `None` when none is live.
