@@ -181,7 +181,7 @@ impl ControlLoop {
         report.leader = self.fleet.as_ref().is_none_or(|f| f.is_leader());
         if let Some(verdict) = verdict {
             self.novel_subjects.announce(&self.model, &verdict);
-            self.publish(verdict, thresholds.anomaly_threshold, &mut report);
+            self.publish(verdict, thresholds.anomaly_threshold, now, &mut report);
         }
         self.publish_flag_starts(&dropped);
         metrics
@@ -289,15 +289,26 @@ impl ControlLoop {
     }
 
     /// Hands a cycle's standings and features to the request path, and counts them.
-    fn publish(&self, verdict: CycleOutcome, threshold: f64, report: &mut CycleReport) {
+    fn publish(
+        &self,
+        verdict: CycleOutcome,
+        threshold: f64,
+        now: Micros,
+        report: &mut CycleReport,
+    ) {
         report.active = verdict.observed.len();
         report.scored = verdict.scores.len();
+        // An allowlisted subject is judged every cycle (its score stays visible) but is never
+        // flagged: no flag line, no flag counted, not in the gauge.
+        let exemptions = self.engine.scale_factors().exemptions();
         // The gauge counts subjects at or over the threshold, not held ones nor novel ones
         // whose score alone flags nothing.
         report.flagged = verdict
             .standings
-            .values()
-            .filter(|s| s.abuse_score >= threshold && !s.novel)
+            .iter()
+            .filter(|(subject, s)| {
+                s.abuse_score >= threshold && !s.novel && !exemptions.is_allowlisted(**subject, now)
+            })
             .count();
         let metrics = self.engine.metrics();
         for score in &verdict.scores {
@@ -306,7 +317,9 @@ impl ControlLoop {
         metrics.flagged_subjects.set(report.flagged as i64);
         metrics.novel_subjects.set(verdict.novel.len() as i64);
         for flag in &verdict.begun {
-            flag.announce(metrics);
+            if !exemptions.is_allowlisted(flag.subject, now) {
+                flag.announce(metrics);
+            }
         }
         let scale = self.engine.scale_factors();
         scale.publish_standings(verdict.standings);

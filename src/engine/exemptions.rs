@@ -29,6 +29,12 @@ pub struct Exemptions {
 }
 
 impl Exemptions {
+    /// Whether `subject` is allowlisted at `now` (not merely cleared: a cleared subject is
+    /// judged again).
+    pub fn is_allowlisted(&self, subject: KeyHash, now: Micros) -> bool {
+        matches!(self.get(subject), Some(Exemption::Until(until)) if now < until)
+    }
+
     /// Whether `subject`'s standing is set aside at `now`.
     pub fn is_exempt(&self, subject: KeyHash, now: Micros) -> bool {
         let exempt = self.exempt.load();

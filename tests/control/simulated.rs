@@ -174,13 +174,30 @@ async fn admin_actions_reach_the_control_loop(
     let at_clear = clock_now(clock);
     assert!(engine.clear_flag(cleared));
     engine.allowlist(allowlisted, Duration::from_secs(3600));
+    // The first cycle may flag `cleared` again (it is judged afresh); from then on nothing
+    // is flagged anew, although the allowlisted abuser is judged every cycle.
+    clock.set(next_cycle);
+    control.cycle().await;
+    next_cycle += interval_us;
+    let begun = flags_begun(engine);
+    let mut gauge = Vec::new();
     for _ in 0..3 {
         clock.set(next_cycle);
-        control.cycle().await;
+        gauge.push(control.cycle().await.flagged);
         next_cycle += interval_us;
         let now = engine.flagged_subjects();
         assert!(now.iter().all(|f| f.subject != allowlisted), "{now:?}");
     }
+    assert_eq!(
+        flags_begun(engine),
+        begun,
+        "an allowlisted subject's flag was announced again"
+    );
+    let listed = engine.flagged_subjects().len();
+    assert!(
+        gauge.iter().all(|&n| n <= listed),
+        "gauge {gauge:?}, listed {listed}"
+    );
     let start = exemptions.flag_start(cleared);
     assert!(
         start.is_none_or(|s| s > old_start && s >= at_clear),
@@ -194,6 +211,17 @@ async fn admin_actions_reach_the_control_loop(
     if let Some(start) = exemptions.flag_start(allowlisted) {
         assert!(start > at_removal, "a flag from the allowlisting: {start}");
     }
+}
+
+/// Every flag announced so far (`ratewarden_flags_total` over its `top_feature`s).
+fn flags_begun(engine: &Engine) -> u64 {
+    engine
+        .metrics()
+        .render()
+        .lines()
+        .filter(|line| line.starts_with("ratewarden_flags_total{"))
+        .filter_map(|line| line.rsplit(' ').next()?.parse::<u64>().ok())
+        .sum()
 }
 
 fn clock_now(clock: &ManualClock) -> u64 {
