@@ -2,7 +2,8 @@
 //! every error; the engine is the embedded store with a manual clock.
 //!
 //! `tests/http_api/` holds the parts: `support` (decision fields, header checks), `decisions`
-//! (single checks), `errors` (every 4xx) and `batch`.
+//! (single checks), `errors` (every 4xx), `batch`, and `paths` (endpoint normalisation on every
+//! route that takes a path; forward auth's methods).
 
 #[path = "http_api/batch.rs"]
 mod batch;
@@ -11,5 +12,7 @@ mod common;
 mod decisions;
 #[path = "http_api/errors.rs"]
 mod errors;
+#[path = "http_api/paths.rs"]
+mod paths;
 #[path = "http_api/support.rs"]
 mod support;

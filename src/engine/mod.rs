@@ -38,6 +38,7 @@ use crate::store::{Backend, MemoryStore, Store, StoreError};
 use arc_swap::ArcSwap;
 use std::sync::Arc;
 
+pub use crate::policy::EndpointPath;
 pub use check::BatchError;
 pub use decision::{Decision, Reason};
 pub use descriptors::{DescriptorOutcome, DescriptorsDecision, InvalidDescriptor};
@@ -230,7 +231,7 @@ impl<S: Store> Engine<S> {
             .endpoints
             .iter()
             .enumerate()
-            .find(|(_, rule)| rule.pattern.matches(outcome.endpoint))
+            .find(|(_, rule)| rule.pattern.matches(&outcome.endpoint))
             .filter(|(_, rule)| matches!(rule.load_source, Some(LoadSource::Upstream(_))))
             .map(|(i, rule)| (i, &rule.pattern));
         self.upstream

@@ -5,7 +5,7 @@
 //! endpoint is `endpoint` or `path` (its path part), else the `default_endpoint` limits; `tier`
 //! names the tier; `ip` or `remote_address` is the client address.
 
-use super::{CheckRequest, Cost, path_of};
+use super::{CheckRequest, Cost, EndpointPath, path_of};
 use std::net::IpAddr;
 
 /// As on HTTP: the longest subject and endpoint accepted.
@@ -35,6 +35,7 @@ pub(super) fn request<'a>(
     if user.is_empty() || user.len() > MAX_USER_BYTES {
         return Err(format!("the subject must be 1 to {MAX_USER_BYTES} bytes"));
     }
+    // The length is the one sent; normalising comes after.
     let endpoint = find("endpoint").or_else(|| find("path")).map(path_of);
     if endpoint.is_some_and(|e| e.len() > MAX_ENDPOINT_BYTES) {
         return Err(format!("the endpoint is over {MAX_ENDPOINT_BYTES} bytes"));
@@ -55,7 +56,7 @@ pub(super) fn request<'a>(
     Ok(Some(Native {
         request: CheckRequest {
             user,
-            endpoint: endpoint.unwrap_or(""),
+            endpoint: EndpointPath::new(endpoint.unwrap_or("")),
             tier,
             ip,
             cost,
@@ -81,6 +82,16 @@ mod tests {
         assert_eq!(native.request.ip, Some("10.0.0.1".parse().unwrap()));
         let none = request(&[("header_match", "x")], Cost::ONE).unwrap();
         assert!(none.is_none());
+    }
+
+    #[test]
+    fn the_path_is_normalised_after_its_length_is_checked() {
+        let entries = [("user", "u"), ("path", "/api/./%65xport?q=1")];
+        let native = request(&entries, Cost::ONE).unwrap().unwrap();
+        assert_eq!(native.request.endpoint, "/api/export");
+        let long = format!("/api{}", "/.".repeat(1023));
+        let err = request(&[("user", "u"), ("path", &long)], Cost::ONE).unwrap_err();
+        assert_eq!(err, "the endpoint is over 2048 bytes");
     }
 
     #[test]

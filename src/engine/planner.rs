@@ -35,7 +35,7 @@ impl<S: Store> Engine<S> {
                 .unwrap_or(policy.default_tier),
         };
         let resolved = match endpoint {
-            EndpointChoice::Matching => Resolved::new(policy, tier, request.endpoint),
+            EndpointChoice::Matching => Resolved::new(policy, tier, &request.endpoint),
             EndpointChoice::Default => Resolved::default_endpoint(policy, tier),
         };
         let rule = resolved.rule();
@@ -51,7 +51,7 @@ impl<S: Store> Engine<S> {
         };
         let user = self.hasher.user(request.user);
         let trace = FeatureTrace {
-            endpoint: self.hasher.feature_endpoint(request.endpoint),
+            endpoint: self.hasher.feature_endpoint(&request.endpoint),
             ip: request.ip.map(|ip| self.hasher.feature_ip(ip)),
         };
         Ok(self.scaled_plan(resolved, user, ip, Some(user), request.cost, Some(trace)))

@@ -1,5 +1,6 @@
 //! A check request in domain terms, and the errors a request can have in the policy's eyes.
 
+use crate::policy::EndpointPath;
 use std::net::IpAddr;
 use std::num::NonZeroU32;
 
@@ -30,7 +31,8 @@ impl Cost {
 #[derive(Debug, Clone)]
 pub struct CheckRequest<'a> {
     pub user: &'a str,
-    pub endpoint: &'a str,
+    /// Normalised as it is built: rules, features and logs all see the one spelling.
+    pub endpoint: EndpointPath<'a>,
     /// The tier named by the caller; `None` asks the tier store, then the default tier.
     pub tier: Option<&'a str>,
     pub ip: Option<IpAddr>,
@@ -41,7 +43,7 @@ impl<'a> CheckRequest<'a> {
     pub fn new(user: &'a str, endpoint: &'a str) -> Self {
         Self {
             user,
-            endpoint,
+            endpoint: EndpointPath::new(endpoint),
             tier: None,
             ip: None,
             cost: Cost::ONE,
@@ -59,7 +61,7 @@ pub enum CheckError {
 }
 
 /// The endpoint of a request URI: its path, without scheme, host, query or fragment (forward
-/// auth's `X-Original-URI`, Envoy's `:path`).
+/// auth's `X-Original-URI`, Envoy's `:path`), as sent: [`EndpointPath`] normalises it.
 pub fn path_of(uri: &str) -> &str {
     let without_origin = match uri.split_once("://") {
         Some((_, rest)) => rest.find('/').map_or("/", |i| &rest[i..]),

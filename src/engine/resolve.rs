@@ -2,7 +2,7 @@
 //! to a descriptor), kept with the policy they came from.
 
 use crate::limit::Limit;
-use crate::policy::{EndpointRule, Policy, Tier};
+use crate::policy::{EndpointPath, EndpointRule, Policy, Tier};
 use std::sync::Arc;
 
 /// The tier and endpoint rule of one request, in the policy snapshot it was decided under.
@@ -25,7 +25,7 @@ pub struct DescriptorLimit {
 }
 
 impl Resolved {
-    pub fn new(policy: Arc<Policy>, tier: usize, endpoint: &str) -> Self {
+    pub fn new(policy: Arc<Policy>, tier: usize, endpoint: &EndpointPath<'_>) -> Self {
         let rule = policy
             .endpoints
             .iter()

@@ -5,7 +5,7 @@
 //! An endpoint rule with its own `upstream` source gets its reports to itself: a saturated
 //! export backend must not shrink the limits of a search that is fine.
 
-use crate::policy::PathPattern;
+use crate::policy::{EndpointPath, PathPattern};
 use hashbrown::HashMap;
 use parking_lot::Mutex;
 
@@ -14,10 +14,11 @@ use parking_lot::Mutex;
 pub const MAX_LATENCIES_PER_INTERVAL: usize = 100_000;
 
 /// One reported outcome of a request the service answered.
-#[derive(Debug, Clone, Copy)]
+#[derive(Debug, Clone)]
 pub struct Outcome<'a> {
     pub user: &'a str,
-    pub endpoint: &'a str,
+    /// Normalised as for a check, so a report counts where the check did.
+    pub endpoint: EndpointPath<'a>,
     pub status: u16,
     /// The service's latency in milliseconds, when the caller measured it (finite, at least 0).
     pub latency_ms: Option<f64>,
@@ -28,7 +29,7 @@ impl<'a> Outcome<'a> {
     pub fn new(user: &'a str, endpoint: &'a str, status: u16) -> Self {
         Self {
             user,
-            endpoint,
+            endpoint: EndpointPath::new(endpoint),
             status,
             latency_ms: None,
         }

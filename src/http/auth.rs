@@ -5,7 +5,7 @@ use super::AppState;
 use super::check::{MAX_ENDPOINT_BYTES, MAX_USER_BYTES, undecidable};
 use super::decision;
 use super::problem::Problem;
-use crate::engine::{CheckError, CheckRequest, Cost, path_of};
+use crate::engine::{CheckError, CheckRequest, Cost, EndpointPath, path_of};
 use crate::metrics::Api;
 use axum::extract::{ConnectInfo, Request, State};
 use axum::http::HeaderMap;
@@ -18,8 +18,9 @@ const FORWARDED_URI: &str = "X-Forwarded-Uri";
 /// the `X-Ratewarden-Problem` header as well.
 const PROBLEM_HEADER_WANTED: &str = "X-Ratewarden-Problem-Header";
 
-/// Decides the request a proxy is about to forward. Any method: some proxies send the auth
-/// subrequest with the client's method.
+/// Decides the request a proxy is about to forward. Any method, WebDAV's and made-up ones
+/// included (the router takes them all; OpenAPI can list only the standard ones): some
+/// proxies send the auth subrequest with the client's method.
 #[utoipa::path(
     method(get, head, post, put, delete, patch, options), path = "/v1/auth", tag = "decisions",
     params(
@@ -70,6 +71,7 @@ async fn decide(
             )));
         }
     };
+    // The length is the one sent; the engine's request normalises the path.
     if endpoint.len() > MAX_ENDPOINT_BYTES {
         return Err(Problem::bad_request(format!(
             "the requested path is over {MAX_ENDPOINT_BYTES} bytes"
@@ -110,7 +112,7 @@ async fn decide(
 
     let check = CheckRequest {
         user: &user,
-        endpoint: &endpoint,
+        endpoint: EndpointPath::new(&endpoint),
         tier,
         ip,
         cost: Cost::ONE,

@@ -4,7 +4,7 @@ use super::AppState;
 use super::body::{JsonBody, MAX_BATCH_BODY_BYTES};
 use super::decision::{self, DecisionBody};
 use super::problem::Problem;
-use crate::engine::{CheckError, CheckRequest, Cost, MAX_COST};
+use crate::engine::{CheckError, CheckRequest, Cost, EndpointPath, MAX_COST};
 use axum::Json;
 use axum::extract::State;
 use axum::response::Response;
@@ -41,6 +41,8 @@ pub struct CheckBody {
 #[derive(Debug, Clone)]
 pub struct ValidCheck {
     pub user: String,
+    /// As sent (its length is checked on what the client sent); normalised by
+    /// [`ValidCheck::request`].
     pub endpoint: String,
     pub tier: Option<String>,
     pub ip: Option<IpAddr>,
@@ -51,7 +53,7 @@ impl ValidCheck {
     pub fn request(&self) -> CheckRequest<'_> {
         CheckRequest {
             user: &self.user,
-            endpoint: &self.endpoint,
+            endpoint: EndpointPath::new(&self.endpoint),
             tier: self.tier.as_deref(),
             ip: self.ip,
             cost: self.cost,

@@ -60,9 +60,12 @@ pub fn router_and_openapi(state: AppState) -> (Router, utoipa::openapi::OpenApi)
     let batch = OpenApiRouter::new()
         .routes(routes!(check::batch))
         .layer(RequestBodyLimitLayer::new(body::MAX_BATCH_BODY_BYTES));
+    // Forward auth takes any method, PROPFIND and made-up ones included (a proxy may send the
+    // client's): the document lists the standard ones, the router takes all.
+    let (schemas, paths, _) = routes!(auth::auth);
     let (router, api) = OpenApiRouter::with_openapi(ApiDoc::openapi())
         .routes(routes!(check::check))
-        .routes(routes!(auth::auth))
+        .routes((schemas, paths, axum::routing::any(auth::auth)))
         .routes(routes!(report::report))
         .routes(routes!(health::healthz))
         .routes(routes!(health::readyz))

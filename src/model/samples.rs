@@ -9,7 +9,7 @@
 //! the error ratio (a denied request never reaches the upstream, so nothing reports it).
 
 use crate::clock::{ManualClock, Micros, micros};
-use crate::engine::{CheckRequest, Cost, Decision, Engine, SubjectHasher};
+use crate::engine::{CheckRequest, Cost, Decision, EndpointPath, Engine, SubjectHasher};
 use crate::features::{ActivityWindow, Features, LimitOutcome, Recorder, SubjectFeatures};
 use crate::limit::KeyHash;
 use crate::policy::Policy;
@@ -148,7 +148,7 @@ fn check_request(record: &TrafficRecord) -> CheckRequest<'_> {
     let ip: Option<IpAddr> = record.ip.as_deref().and_then(|ip| ip.parse().ok());
     CheckRequest {
         user: &record.user,
-        endpoint: &record.endpoint,
+        endpoint: EndpointPath::new(&record.endpoint),
         tier: record.tier.as_deref(),
         ip,
         cost: record.cost.and_then(Cost::new).unwrap_or(Cost::ONE),
@@ -244,7 +244,7 @@ impl<'a> Sampler<'a> {
         self.recorder.record_request(
             subject,
             now,
-            hash64(&record.endpoint),
+            hash64(&EndpointPath::new(&record.endpoint)),
             ip_hash,
             LimitOutcome {
                 denied: decision.denied_as_written(),

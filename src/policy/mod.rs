@@ -5,6 +5,7 @@
 //! in `raw` and compiles them, collecting every error with its path in the file.
 
 mod compile;
+pub mod endpoint_path;
 mod load_source;
 pub(crate) mod raw;
 
@@ -15,6 +16,7 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 pub use crate::yaml::{PolicyError, PolicyErrors, parse_duration};
+pub use endpoint_path::EndpointPath;
 pub use load_source::{LOAD_SOURCE_NAMES, LoadSource, PrometheusQuery, UpstreamTargets};
 
 /// A whole, valid policy.
@@ -65,6 +67,8 @@ pub enum PathPattern {
 }
 
 impl PathPattern {
+    /// Whether `path`, in normal form ([`EndpointPath`]), is the rule's (the compiler refuses a
+    /// rule path no normalised path could match).
     pub fn matches(&self, path: &str) -> bool {
         match self {
             PathPattern::Exact(p) => p == path,
@@ -137,11 +141,12 @@ impl Policy {
         self.tiers.iter().position(|t| t.name == name)
     }
 
-    /// The first endpoint rule matching `path`, else `default_endpoint`.
+    /// The first endpoint rule matching `path` (normalised first), else `default_endpoint`.
     pub fn endpoint_rule(&self, path: &str) -> &EndpointRule {
+        let path = EndpointPath::new(path);
         self.endpoints
             .iter()
-            .find(|r| r.pattern.matches(path))
+            .find(|r| r.pattern.matches(&path))
             .unwrap_or(&self.default_endpoint)
     }
 }

@@ -13,7 +13,9 @@ use super::summary::{LoadStats, Scoring, Summary, Tally};
 use super::traffic::{Record, Traffic};
 use crate::clock::{ManualClock, Micros, micros};
 use crate::control::{ControlLoop, ModelSlot, NoLoad};
-use crate::engine::{CheckError, CheckRequest, Decision, Engine, Outcome, SubjectHasher};
+use crate::engine::{
+    CheckError, CheckRequest, Decision, EndpointPath, Engine, Outcome, SubjectHasher,
+};
 use crate::limit::KeyHash;
 use crate::policy::{LoadSource, Policy};
 use crate::simulate::Label;
@@ -230,7 +232,8 @@ impl<'t> Daemon<'t> {
         let subject = &traffic.subjects[record.subject as usize];
         let request = CheckRequest {
             user: subject,
-            endpoint: &traffic.endpoints[record.endpoint as usize],
+            // Normal already (interned so): borrowed.
+            endpoint: EndpointPath::new(&traffic.endpoints[record.endpoint as usize]),
             tier: record.tier.map(|t| &*traffic.tiers[t as usize]),
             ip: record.ip,
             cost: record.cost,
@@ -244,7 +247,7 @@ impl<'t> Daemon<'t> {
                 }
                 self.engine.report(&Outcome {
                     user: subject,
-                    endpoint: request.endpoint,
+                    endpoint: request.endpoint.clone(),
                     status,
                     latency_ms: record.latency_ms.map(f64::from),
                 });

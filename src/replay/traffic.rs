@@ -2,7 +2,7 @@
 //! endpoints and tiers stored once each (a week of logs names the same few thousand).
 
 use crate::clock::Micros;
-use crate::engine::Cost;
+use crate::engine::{Cost, EndpointPath};
 use crate::simulate::Label;
 use hashbrown::HashMap;
 use std::net::IpAddr;
@@ -105,12 +105,14 @@ pub struct Parsed<'a> {
 }
 
 impl Traffic {
+    /// Adds a line; its endpoint is kept normalised, as the daemon would see it, so the
+    /// decisions, the report and every pass name one spelling.
     pub fn push(&mut self, file: u32, line: u64, parsed: &Parsed<'_>) {
         let subject = intern(&mut self.subjects, &mut self.ids.subjects, parsed.subject);
         let endpoint = intern(
             &mut self.endpoints,
             &mut self.ids.endpoints,
-            parsed.endpoint,
+            &EndpointPath::new(parsed.endpoint),
         );
         let tier = parsed
             .tier
@@ -171,5 +173,35 @@ impl Traffic {
 
     pub fn last(&self) -> Option<Micros> {
         self.records.last().map(|r| r.at)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn spellings_of_one_path_are_one_endpoint() {
+        let mut traffic = Traffic::default();
+        for (line, endpoint) in [
+            (1, "/api/export"),
+            (2, "/api//export"),
+            (3, "/api/%65xport"),
+        ] {
+            let parsed = Parsed {
+                at: 0,
+                subject: "u",
+                endpoint,
+                tier: None,
+                ip: None,
+                cost: Cost::ONE,
+                status: None,
+                latency_ms: None,
+                label: None,
+            };
+            traffic.push(0, line, &parsed);
+        }
+        assert_eq!(traffic.endpoints, [Box::from("/api/export")]);
+        assert!(traffic.records.iter().all(|r| r.endpoint == 0));
     }
 }

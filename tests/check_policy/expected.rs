@@ -188,6 +188,20 @@ pub const BAD: &[(&str, &[&str])] = &[
         &["endpoints[1].path: \"/api/*/export\": * is allowed only at the end"],
     ),
     (
+        "doubled_slash_in_path",
+        &[concat!(
+            "endpoints[0].path: \"/api//export\" can never match: ",
+            "request paths are normalised first (write \"/api/export\")"
+        )],
+    ),
+    (
+        "dot_segment_in_prefix_path",
+        &[concat!(
+            "endpoints[1].path: \"/%61pi/./v1/*\" can never match: ",
+            "request paths are normalised first (write \"/api/v1/*\")"
+        )],
+    ),
+    (
         "path_without_slash",
         &["endpoints[0].path: \"login\" must start with /"],
     ),

@@ -34,7 +34,7 @@ fn report(engine: &Engine<Backend>, count: usize, latency_ms: f64, errors: usize
     for i in 0..count {
         engine.report(&Outcome {
             user: "alice",
-            endpoint: "/search",
+            endpoint: "/search".into(),
             status: if i < errors { 503 } else { 200 },
             latency_ms: Some(latency_ms),
         });
@@ -187,7 +187,7 @@ async fn a_rule_with_its_own_source_scales_its_limits_alone() {
             for _ in 0..10 {
                 engine.report(&Outcome {
                     user: "alice",
-                    endpoint,
+                    endpoint: endpoint.into(),
                     status: 200,
                     latency_ms: Some(latency_ms),
                 });

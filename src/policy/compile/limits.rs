@@ -9,7 +9,7 @@ use super::load_source::{RawSource, load_source};
 use crate::limit::Algorithm;
 use crate::limit::Limit;
 use crate::policy::raw::{RawEndpoint, RawLimit, RawTier};
-use crate::policy::{EndpointRule, KeyScope, PathPattern, Tier};
+use crate::policy::{EndpointRule, KeyScope, PathPattern, Tier, endpoint_path};
 use crate::yaml::fields::{Errors, join};
 use serde_yaml_ng::Value;
 use std::collections::HashSet;
@@ -135,12 +135,31 @@ fn path_pattern(e: &mut Errors, path: &str, raw: &RawEndpoint) -> Option<PathPat
                     format!("\"{p}\": * is allowed only at the end"),
                 );
                 None
+            } else if let Some(normal) = unmatchable(body, prefix) {
+                e.push(
+                    &pattern_path,
+                    format!(
+                        "\"{p}\" can never match: request paths are normalised first (write \"{normal}\")"
+                    ),
+                );
+                None
             } else if prefix {
                 Some(PathPattern::Prefix(body.to_owned()))
             } else {
                 Some(PathPattern::Exact(body.to_owned()))
             }
         })
+}
+
+/// The path to write instead, when no normalised request path could match this rule's
+/// (`/api//export`, `/%61pi/*`): merged slashes, no dot-segments, unreserved characters decoded.
+fn unmatchable(body: &str, prefix: bool) -> Option<String> {
+    let fine = match prefix {
+        true => endpoint_path::is_normal_prefix(body),
+        false => endpoint_path::normalise(body) == body,
+    };
+    let star = if prefix { "*" } else { "" };
+    (!fine).then(|| format!("{}{star}", endpoint_path::normalise(body)))
 }
 
 /// The rule's `key`: whose counter its limits keep (the user's by default).

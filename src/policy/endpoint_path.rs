@@ -1,0 +1,213 @@
+//! A request's endpoint in the one spelling endpoint rules are matched against.
+//!
+//! Backends (Go's net/http, werkzeug, nginx's `location`) serve `/api/%65xport`,
+//! `/api//export`, `/api/./export` and `/api/x/../export` as `/api/export`; matched as sent,
+//! each spelling would dodge the rule for `/api/export`. So every path ratewarden interprets is
+//! normalised once, when a request is built, and features, logs and reports see the same path:
+//!
+//! - percent-encoded unreserved characters (`A-Z a-z 0-9 - . _ ~`, RFC 3986 §2.3) are decoded,
+//!   other percent-encodings get upper-case hex (§6.2.2.1-2), and a `%` that starts no
+//!   percent-encoding becomes `%25` (what a lenient server reads it as; a strict one refuses
+//!   it), so that no decoding can make a new encoding appear;
+//! - runs of `/` are merged into one, then dot-segments are removed (§5.2.4; a `..` above the
+//!   root stays at the root), as nginx's `merge_slashes` and Go's `path.Clean` do.
+//!
+//! Anything else is kept: case, other encodings such as `%2F`, a trailing slash. A path that
+//! does not start with `/` is kept as it is: no rule can match it (rule paths start with `/`),
+//! and normalising `a/../api/export` would root it at a rule the client never named. A path
+//! with nothing to change is borrowed, not copied: this runs on every decision.
+
+use std::borrow::Cow;
+use std::fmt;
+use std::ops::Deref;
+
+/// An endpoint path in normal form; built only through [`EndpointPath::new`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct EndpointPath<'a>(Cow<'a, str>);
+
+impl<'a> EndpointPath<'a> {
+    /// The normal form of `raw` (borrowed when `raw` is in it already).
+    pub fn new(raw: &'a str) -> Self {
+        Self(normalise(raw))
+    }
+
+    pub fn as_str(&self) -> &str {
+        &self.0
+    }
+
+    /// Whether the path was taken as sent, without a copy.
+    pub fn is_borrowed(&self) -> bool {
+        matches!(self.0, Cow::Borrowed(_))
+    }
+}
+
+impl<'a> From<&'a str> for EndpointPath<'a> {
+    fn from(raw: &'a str) -> Self {
+        Self::new(raw)
+    }
+}
+
+impl Deref for EndpointPath<'_> {
+    type Target = str;
+
+    fn deref(&self) -> &str {
+        &self.0
+    }
+}
+
+impl PartialEq<&str> for EndpointPath<'_> {
+    fn eq(&self, other: &&str) -> bool {
+        &*self.0 == *other
+    }
+}
+
+impl fmt::Display for EndpointPath<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+/// The normal form of `path` (see the module's documentation); borrowed when it is `path`.
+pub fn normalise(path: &str) -> Cow<'_, str> {
+    if !path.starts_with('/') || is_normal(path) {
+        return Cow::Borrowed(path);
+    }
+    let mut out = String::with_capacity(path.len());
+    let mut ends_in_slash = false;
+    for segment in path[1..].split('/') {
+        let start = out.len();
+        out.push('/');
+        push_percent_normalised(&mut out, segment);
+        let pushed = &out[start + 1..];
+        ends_in_slash = matches!(pushed, "" | "." | "..");
+        match pushed {
+            // An empty segment between two slashes, and `.`: nothing.
+            "" | "." => out.truncate(start),
+            ".." => {
+                out.truncate(start);
+                out.truncate(out.rfind('/').unwrap_or(0));
+            }
+            _ => {}
+        }
+    }
+    if out.is_empty() || ends_in_slash {
+        out.push('/');
+    }
+    Cow::Owned(out)
+}
+
+/// Whether `body`, the path of a prefix rule without its `*`, can begin a normalised path:
+/// its complete segments are normal, and its last, partial one has no percent-encoding to
+/// change (an unfinished one at its end, `%2`, may go on in a request: `%2F`).
+pub fn is_normal_prefix(body: &str) -> bool {
+    let Some(last_slash) = body.rfind('/') else {
+        return false;
+    };
+    let (complete, partial) = body.split_at(last_slash + 1);
+    let bytes = partial.as_bytes();
+    normalise(complete) == complete
+        && (0..bytes.len())
+            .filter(|&i| bytes[i] == b'%')
+            .all(|i| match escape_at(bytes, i) {
+                Escape::Unfinished => true,
+                escape => escape == Escape::Normal,
+            })
+}
+
+/// Whether normalising `path` (starting with `/`) would change nothing.
+fn is_normal(path: &str) -> bool {
+    let bytes = path.as_bytes();
+    for (i, &byte) in bytes.iter().enumerate() {
+        let fine = match byte {
+            b'%' => escape_at(bytes, i) == Escape::Normal,
+            b'/' => !starts_dot_or_empty_segment(&bytes[i + 1..]),
+            _ => true,
+        };
+        if !fine {
+            return false;
+        }
+    }
+    true
+}
+
+/// Whether the segment after a `/` is empty (the `/` is followed by another) or `.` or `..`;
+/// the empty segment at the very end is a trailing slash, and stays.
+fn starts_dot_or_empty_segment(after_slash: &[u8]) -> bool {
+    let segment_end = |rest: &[u8]| matches!(rest.first(), None | Some(b'/'));
+    match after_slash {
+        [b'/', ..] => true,
+        [b'.', b'.', rest @ ..] => segment_end(rest),
+        [b'.', rest @ ..] => segment_end(rest),
+        _ => false,
+    }
+}
+
+/// What the `%` at `bytes[i]` starts.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Escape {
+    /// A percent-encoding already in normal form: a reserved or non-ASCII byte, upper-case hex.
+    Normal,
+    /// An unreserved character or lower-case hex: rewritten.
+    Changed,
+    /// No percent-encoding (not two hex digits after it): becomes `%25`.
+    Stray,
+    /// The path ends before two characters follow (a prefix rule may end so).
+    Unfinished,
+}
+
+fn escape_at(bytes: &[u8], i: usize) -> Escape {
+    let following = &bytes[i + 1..bytes.len().min(i + 3)];
+    if !following.iter().all(u8::is_ascii_hexdigit) {
+        return Escape::Stray;
+    }
+    match *following {
+        [high, low] if is_unreserved(decode(high, low)) => Escape::Changed,
+        [high, low] if high.is_ascii_lowercase() || low.is_ascii_lowercase() => Escape::Changed,
+        [_, _] => Escape::Normal,
+        _ => Escape::Unfinished,
+    }
+}
+
+/// Pushes `segment` with unreserved characters decoded, other encodings in upper case and a
+/// stray `%` as `%25`.
+fn push_percent_normalised(out: &mut String, segment: &str) {
+    let mut rest = segment;
+    while let Some(at) = rest.find('%') {
+        out.push_str(&rest[..at]);
+        let bytes = &rest.as_bytes()[at..];
+        match escape_at(bytes, 0) {
+            Escape::Normal | Escape::Changed => {
+                let (high, low) = (bytes[1], bytes[2]);
+                let byte = decode(high, low);
+                if is_unreserved(byte) {
+                    out.push(char::from(byte));
+                } else {
+                    out.push('%');
+                    out.push(char::from(high.to_ascii_uppercase()));
+                    out.push(char::from(low.to_ascii_uppercase()));
+                }
+                // The two hex digits are ASCII: `at + 3` is a character boundary.
+                rest = &rest[at + 3..];
+            }
+            Escape::Stray | Escape::Unfinished => {
+                out.push_str("%25");
+                rest = &rest[at + 1..];
+            }
+        }
+    }
+    out.push_str(rest);
+}
+
+/// RFC 3986 §2.3: `ALPHA / DIGIT / "-" / "." / "_" / "~"`.
+fn is_unreserved(byte: u8) -> bool {
+    byte.is_ascii_alphanumeric() || matches!(byte, b'-' | b'.' | b'_' | b'~')
+}
+
+/// The byte two hex digits encode (both checked to be hex digits).
+fn decode(high: u8, low: u8) -> u8 {
+    let value = |digit: u8| char::from(digit).to_digit(16).unwrap_or(0) as u8;
+    (value(high) << 4) | value(low)
+}
+
+#[cfg(test)]
+mod tests;

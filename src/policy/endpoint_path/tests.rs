@@ -1,0 +1,234 @@
+//! The normaliser against hand-picked spellings and, for any path, against a literal reading
+//! of RFC 3986 (§6.2.2.1-2 for percent-encodings, §5.2.4 for dot-segments).
+
+use super::{EndpointPath, is_normal_prefix, normalise};
+use proptest::prelude::*;
+use std::borrow::Cow;
+
+#[test]
+fn the_reviewers_spellings_are_the_rules_path() {
+    for spelling in [
+        "/api/%65xport",
+        "/api//export",
+        "/api/./export",
+        "/api/x/../export",
+        "//api/export",
+        "/api/%2E/export",
+        "/%61pi/EXPORT/../%65%78port",
+        "/../../api/export",
+    ] {
+        assert_eq!(normalise(spelling), "/api/export", "{spelling}");
+    }
+}
+
+#[test]
+fn what_a_backend_tells_apart_stays() {
+    for kept in [
+        "/api/export",
+        "/API/Export",
+        "/api/export/",
+        "/",
+        "/a%2Fb",
+        "/a%25b",
+        "/%C3%A9t%C3%A9",
+        "/été",
+        "/a/.b/..c/...",
+        "/a;b=c,d",
+    ] {
+        let normal = normalise(kept);
+        assert!(matches!(normal, Cow::Borrowed(_)), "{kept} was copied");
+        assert_eq!(normal, kept);
+    }
+}
+
+#[test]
+fn percent_encodings_are_decoded_or_upper_cased() {
+    assert_eq!(normalise("/%7e%7E%2d%5F%2e%41%7a%30"), "/~~-_.Az0");
+    assert_eq!(normalise("/a%2fb%3a"), "/a%2Fb%3A");
+    assert_eq!(normalise("/%c3%a9"), "/%C3%A9");
+}
+
+#[test]
+fn a_stray_percent_becomes_an_encoded_one() {
+    assert_eq!(normalise("/100%"), "/100%25");
+    assert_eq!(normalise("/a%zz"), "/a%25zz");
+    assert_eq!(normalise("/a%4"), "/a%254");
+    // Decoding `%45` must not make `%2` + `E` a new encoding of `.`.
+    assert_eq!(normalise("/%2%45"), "/%252E");
+}
+
+#[test]
+fn dot_segments_and_slashes() {
+    assert_eq!(normalise("/.."), "/");
+    assert_eq!(normalise("/a/.."), "/");
+    assert_eq!(normalise("/a/b/.."), "/a/");
+    assert_eq!(normalise("/a/."), "/a/");
+    assert_eq!(normalise("/a/./b/../c"), "/a/c");
+    assert_eq!(normalise("/a//"), "/a/");
+    assert_eq!(normalise("///"), "/");
+    // Slashes merge first, as nginx and Go do: `..` climbs out of `api`, not out of ``.
+    assert_eq!(normalise("/api//../export"), "/export");
+}
+
+#[test]
+fn a_path_without_a_leading_slash_is_kept() {
+    for kept in ["", "api//x", "a/../api/export", "%7e", "*"] {
+        assert!(
+            matches!(normalise(kept), Cow::Borrowed(k) if k == kept),
+            "{kept}"
+        );
+    }
+}
+
+#[test]
+fn the_type_borrows_what_needs_no_change() {
+    assert!(EndpointPath::new("/api/export").is_borrowed());
+    let changed = EndpointPath::new("/api//export");
+    assert!(!changed.is_borrowed());
+    assert_eq!(changed, "/api/export");
+    assert_eq!(changed.to_string(), "/api/export");
+}
+
+#[test]
+fn prefix_rules_end_in_a_partial_segment() {
+    for normal in [
+        "/api/", "/api", "/api/.", "/api/..", "/api/%", "/api/%2", "/a/%2F",
+    ] {
+        assert!(is_normal_prefix(normal), "{normal}");
+    }
+    for not in [
+        "/api//", "/%61pi/", "/api/./", "/api/%7e", "/api/%2f", "/api/%zz", "/a/%41",
+    ] {
+        assert!(!is_normal_prefix(not), "{not}");
+    }
+}
+
+/// RFC 3986 §6.2.2.1-2, one triplet at a time; a `%` starting none is `%25`.
+fn percent_oracle(path: &str) -> String {
+    let bytes = path.as_bytes();
+    let mut out = Vec::new();
+    let mut i = 0;
+    while i < bytes.len() {
+        let triplet = bytes
+            .get(i + 1..i + 3)
+            .filter(|h| h.iter().all(u8::is_ascii_hexdigit));
+        match (bytes[i], triplet) {
+            (b'%', Some(hex)) => {
+                let text = std::str::from_utf8(hex).unwrap();
+                let byte = u8::from_str_radix(text, 16).unwrap();
+                if byte.is_ascii_alphanumeric() || b"-._~".contains(&byte) {
+                    out.push(byte);
+                } else {
+                    out.extend(format!("%{byte:02X}").bytes());
+                }
+                i += 3;
+            }
+            (b'%', None) => {
+                out.extend(b"%25");
+                i += 1;
+            }
+            (byte, _) => {
+                out.push(byte);
+                i += 1;
+            }
+        }
+    }
+    String::from_utf8(out).unwrap()
+}
+
+/// RFC 3986 §5.2.4, step by step.
+fn remove_dot_segments_oracle(path: &str) -> String {
+    let mut input = path.to_owned();
+    let mut output = String::new();
+    let pop = |output: &mut String| output.truncate(output.rfind('/').unwrap_or(0));
+    while !input.is_empty() {
+        if input.starts_with("../") {
+            input.drain(..3);
+        } else if input.starts_with("./") {
+            input.drain(..2);
+        } else if input.starts_with("/./") {
+            input.replace_range(..3, "/");
+        } else if input == "/." {
+            input = "/".to_owned();
+        } else if input.starts_with("/../") {
+            input.replace_range(..4, "/");
+            pop(&mut output);
+        } else if input == "/.." {
+            input = "/".to_owned();
+            pop(&mut output);
+        } else if input == "." || input == ".." {
+            input.clear();
+        } else {
+            let end = input[1..].find('/').map_or(input.len(), |i| i + 1);
+            output.extend(input.drain(..end));
+        }
+    }
+    output
+}
+
+fn oracle(path: &str) -> String {
+    let mut merged = percent_oracle(path);
+    while merged.contains("//") {
+        merged = merged.replace("//", "/");
+    }
+    remove_dot_segments_oracle(&merged)
+}
+
+/// Paths built from the pieces normalising is about.
+fn tricky_path() -> impl Strategy<Value = String> {
+    let piece = prop::sample::select(vec![
+        "/", "/", "/", ".", "..", "%", "%2e", "%2E", "%2f", "%2F", "%41", "%7e", "%zz", "%4",
+        "%c3%a9", "a", "B", "é", "~", "-", "x",
+    ]);
+    prop::collection::vec(piece, 0..12).prop_map(|pieces| format!("/{}", pieces.concat()))
+}
+
+/// Whether `path` holds a percent-encoding normalising would rewrite or a stray `%`.
+fn has_unnormal_escape(path: &str) -> bool {
+    let bytes = path.as_bytes();
+    (0..bytes.len())
+        .filter(|&i| bytes[i] == b'%')
+        .any(|i| match bytes.get(i + 1..i + 3) {
+            Some(&[h, l]) if h.is_ascii_hexdigit() && l.is_ascii_hexdigit() => {
+                let byte = u8::from_str_radix(std::str::from_utf8(&[h, l]).unwrap(), 16).unwrap();
+                h.is_ascii_lowercase()
+                    || l.is_ascii_lowercase()
+                    || byte.is_ascii_alphanumeric()
+                    || b"-._~".contains(&byte)
+            }
+            _ => true,
+        })
+}
+
+fn check_normal_form(path: &str) -> Result<(), TestCaseError> {
+    let normal = normalise(path);
+    let expected = oracle(path);
+    prop_assert_eq!(&*normal, expected.as_str());
+    prop_assert_eq!(normalise(&normal), normal.clone(), "not idempotent");
+    prop_assert!(matches!(normalise(&normal), Cow::Borrowed(_)));
+    prop_assert_eq!(matches!(normal, Cow::Borrowed(_)), normal == path);
+    prop_assert!(normal.starts_with('/'));
+    for bad in ["//", "/./", "/../"] {
+        prop_assert!(!normal.contains(bad), "{} holds {}", normal, bad);
+    }
+    prop_assert!(!normal.ends_with("/.") && !normal.ends_with("/.."));
+    prop_assert!(!has_unnormal_escape(&normal), "{}", normal);
+    Ok(())
+}
+
+proptest! {
+    #[test]
+    fn tricky_paths_normalise_as_the_rfc_says(path in tricky_path()) {
+        check_normal_form(&path)?;
+    }
+
+    #[test]
+    fn any_rooted_text_normalises_as_the_rfc_says(text in any::<String>()) {
+        check_normal_form(&format!("/{text}"))?;
+    }
+
+    #[test]
+    fn unrooted_text_is_kept(text in "[^/].*") {
+        prop_assert!(matches!(normalise(&text), Cow::Borrowed(t) if t == text));
+    }
+}

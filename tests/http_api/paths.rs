@@ -1,0 +1,148 @@
+//! Endpoint paths are normalised before matching (docs/reference/policy.md, "Endpoint
+//! matching"): every spelling a backend serves as `/api/export` counts against the `export`
+//! rule, through every route that takes a path; and forward auth takes any method.
+
+use crate::common::EXAMPLE_POLICY;
+use crate::common::http::{call, post_json, structured};
+use crate::support::check;
+use axum::http::{Method, StatusCode};
+use serde_json::json;
+
+/// Spellings of `/api/export` that Go's net/http, werkzeug and nginx serve as it.
+const SPELLINGS: [&str; 5] = [
+    "/api/%65xport",
+    "/api//export",
+    "/api/./export",
+    "/api/x/../export",
+    "//api/export",
+];
+
+#[tokio::test]
+async fn every_spelling_of_a_path_counts_against_its_rule() {
+    let app = crate::common::http::app(EXAMPLE_POLICY);
+    for (i, endpoint) in SPELLINGS.into_iter().enumerate() {
+        let reply = check(&app, json!({"user": "alice", "endpoint": endpoint})).await;
+        assert_eq!(reply.status, StatusCode::OK, "{endpoint}: {}", reply.text());
+        assert_eq!(structured(reply.header("ratelimit-policy")).name, "export");
+        let body = reply.json();
+        assert_eq!(body["policy"], "endpoint:/api/export/export", "{endpoint}");
+        assert_eq!(body["remaining"], 4 - i, "{endpoint}");
+    }
+    // All five took the one counter of 5 a minute: the plain spelling is the sixth.
+    let reply = check(&app, json!({"user": "alice", "endpoint": "/api/export"})).await;
+    assert_eq!(reply.status, StatusCode::TOO_MANY_REQUESTS);
+    assert_eq!(reply.json()["violated"], json!(["export"]));
+}
+
+#[tokio::test]
+async fn batch_and_forward_auth_normalise_alike() {
+    let app = crate::common::http::app(EXAMPLE_POLICY);
+    let requests: Vec<_> = SPELLINGS
+        .iter()
+        .map(|endpoint| json!({"user": "bob", "endpoint": endpoint}))
+        .collect();
+    let reply = post_json(
+        &app.router,
+        "/v1/check/batch",
+        &json!({"requests": requests}),
+    )
+    .await;
+    assert_eq!(reply.status, StatusCode::OK, "{}", reply.text());
+    let results = reply.json()["results"].as_array().unwrap().clone();
+    let remaining: Vec<_> = results.iter().map(|r| r["remaining"].clone()).collect();
+    assert_eq!(remaining, [4, 3, 2, 1, 0]);
+    assert!(
+        results
+            .iter()
+            .all(|r| r["policy"] == "endpoint:/api/export/export")
+    );
+
+    for (i, uri) in SPELLINGS.into_iter().enumerate() {
+        let uri = format!("https://shop.example{uri}?format=csv");
+        let headers = [("x-original-uri", uri.as_str()), ("x-api-key", "carol")];
+        let reply = call(&app.router, Method::GET, "/v1/auth", &headers, "").await;
+        assert_eq!(reply.status, StatusCode::OK, "{uri}: {}", reply.text());
+        assert_eq!(structured(reply.header("ratelimit-policy")).name, "export");
+        assert_eq!(reply.header("x-ratelimit-remaining"), (4 - i).to_string());
+    }
+}
+
+#[tokio::test]
+async fn the_length_limit_is_on_the_path_as_sent() {
+    let app = crate::common::http::app(EXAMPLE_POLICY);
+    // 2049 bytes that normalise to `/api/export`.
+    let long = format!("/api{}/export", "/.".repeat(1019));
+    assert_eq!(long.len(), 2049);
+    let reply = check(&app, json!({"user": "dave", "endpoint": long})).await;
+    reply.assert_problem(
+        StatusCode::BAD_REQUEST,
+        "field `endpoint` must be 1 to 2048 bytes (it has 2049)",
+    );
+    let shorter = long.replacen("/.", "", 1);
+    let reply = check(&app, json!({"user": "dave", "endpoint": shorter})).await;
+    assert_eq!(reply.json()["policy"], "endpoint:/api/export/export");
+}
+
+#[tokio::test]
+async fn a_report_counts_against_the_rule_its_spelling_normalises_to() {
+    // The shipped policy with an `upstream` source of the export rule's own.
+    let yaml = EXAMPLE_POLICY.replace(
+        "  - path: /api/export\n",
+        "  - path: /api/export\n    load: { source: upstream, upstream: { latency_target: 2s } }\n",
+    );
+    let app = crate::common::http::app(&yaml);
+    for (endpoint, status) in [("/api/x/../export", 503), ("/api/%2e/export", 200)] {
+        let report =
+            json!({"user": "erin", "endpoint": endpoint, "status": status, "latency_ms": 12});
+        let reply = post_json(&app.router, "/v1/report", &report).await;
+        assert_eq!(reply.status, StatusCode::ACCEPTED, "{}", reply.text());
+    }
+    let mut outcomes = app.engine.upstream_outcomes().drain();
+    let export = &app.engine.policy().endpoints[1];
+    assert_eq!(export.pattern.display(), "/api/export");
+    let own = outcomes.take_rule(1, &export.pattern);
+    assert_eq!((own.reports, own.errors), (2, 1));
+    assert_eq!(outcomes.global.reports, 0);
+}
+
+#[tokio::test]
+async fn forward_auth_takes_any_method_and_other_routes_still_refuse_theirs() {
+    let app = crate::common::http::app(EXAMPLE_POLICY);
+    for method in ["PROPFIND", "TRACE", "MKCOL", "LOCK", "FOO"] {
+        let method = Method::from_bytes(method.as_bytes()).unwrap();
+        let user = format!("frank-{method}");
+        let headers = [
+            ("x-original-uri", "/api/search"),
+            ("x-api-key", user.as_str()),
+        ];
+        let reply = call(&app.router, method.clone(), "/v1/auth", &headers, "").await;
+        assert_eq!(reply.status, StatusCode::OK, "{method}: {}", reply.text());
+        assert_eq!(structured(reply.header("ratelimit-policy")).name, "search");
+    }
+    let reply = call(
+        &app.router,
+        Method::from_bytes(b"FOO").unwrap(),
+        "/v1/auth",
+        &[],
+        "",
+    )
+    .await;
+    reply.assert_problem(
+        StatusCode::BAD_REQUEST,
+        "headers X-Original-URI and X-Forwarded-Uri are both missing: one must name the requested URI",
+    );
+    for (path, method) in [("/v1/check", "PROPFIND"), ("/v1/report", "FOO")] {
+        let reply = call(
+            &app.router,
+            Method::from_bytes(method.as_bytes()).unwrap(),
+            path,
+            &[],
+            "",
+        )
+        .await;
+        reply.assert_problem(
+            StatusCode::METHOD_NOT_ALLOWED,
+            &format!("{path} does not accept {method}"),
+        );
+    }
+}
