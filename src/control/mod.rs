@@ -300,14 +300,15 @@ impl ControlLoop {
         report.scored = verdict.scores.len();
         // An allowlisted subject is judged every cycle (its score stays visible) but is never
         // flagged: no flag line, no flag counted, not in the gauge.
-        let exemptions = self.engine.scale_factors().exemptions();
+        let allowlisted = self.engine.scale_factors().exemptions().allowlisted(now);
+        let is_allowlisted = |subject: &KeyHash| allowlisted.contains(subject);
         // The gauge counts subjects at or over the threshold, not held ones nor novel ones
         // whose score alone flags nothing.
         report.flagged = verdict
             .standings
             .iter()
             .filter(|(subject, s)| {
-                s.abuse_score >= threshold && !s.novel && !exemptions.is_allowlisted(**subject, now)
+                s.abuse_score >= threshold && !s.novel && !is_allowlisted(subject)
             })
             .count();
         let metrics = self.engine.metrics();
@@ -317,7 +318,7 @@ impl ControlLoop {
         metrics.flagged_subjects.set(report.flagged as i64);
         metrics.novel_subjects.set(verdict.novel.len() as i64);
         for flag in &verdict.begun {
-            if !exemptions.is_allowlisted(flag.subject, now) {
+            if !is_allowlisted(&flag.subject) {
                 flag.announce(metrics);
             }
         }

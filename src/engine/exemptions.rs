@@ -29,10 +29,15 @@ pub struct Exemptions {
 }
 
 impl Exemptions {
-    /// Whether `subject` is allowlisted at `now` (not merely cleared: a cleared subject is
-    /// judged again).
-    pub fn is_allowlisted(&self, subject: KeyHash, now: Micros) -> bool {
-        matches!(self.get(subject), Some(Exemption::Until(until)) if now < until)
+    /// The subjects allowlisted at `now` (not merely cleared: a cleared subject is judged
+    /// again), read once for a whole cycle.
+    pub fn allowlisted(&self, now: Micros) -> hashbrown::HashSet<KeyHash> {
+        let exempt = self.exempt.load();
+        exempt
+            .iter()
+            .filter(|(_, e)| matches!(e, Exemption::Until(until) if now < *until))
+            .map(|(subject, _)| *subject)
+            .collect()
     }
 
     /// Whether `subject`'s standing is set aside at `now`.
