@@ -137,6 +137,43 @@ fn spoofed_headers_change_nothing(proxy: &Proxy, upstream: &Upstream) {
     assert_eq!(upstream.hits(), 7);
 }
 
+/// A request allowed while the store fails under `on_error: allow` carries no rate limit
+/// headers, to the upstream or to the client: not empty ones, not a proxy's placeholders, and
+/// (where the proxy copies ratewarden's to the upstream, `forged`) not the client's own.
+fn allowed_without_state_has_no_headers(proxy: &Proxy, upstream: &Upstream, forged: bool) {
+    let mut headers = vec![("X-Api-Key", "k")];
+    if forged {
+        headers.push(("RateLimit-Policy", "\"forged\";q=1000"));
+    }
+    let reply = proxy.get_with("/api/export", &headers);
+    assert_eq!(reply.status, 200, "{reply:?} {}", proxy.log_text());
+    assert_eq!(reply.text(), "upstream /api/export");
+    for name in [
+        "ratelimit",
+        "ratelimit-policy",
+        "x-ratelimit-limit",
+        "x-ratelimit-reset",
+    ] {
+        assert_eq!(reply.header(name), None, "{reply:?}");
+    }
+    let head = upstream.last_head().to_ascii_lowercase();
+    assert!(!head.contains("ratelimit"), "{head}");
+}
+
+#[test]
+fn nginx_and_caddy_snippets_add_no_rate_limit_headers_ratewarden_did_not_send() {
+    let dir = tempfile::tempdir().unwrap();
+    let daemon = daemon_with_store_down(dir.path(), "allow");
+    let upstream = Upstream::start();
+    let proxy = nginx(dir.path(), daemon.addr, upstream.addr);
+    allowed_without_state_has_no_headers(&proxy, &upstream, false);
+    drop(proxy);
+    let proxy = caddy(dir.path(), daemon.addr, upstream.addr);
+    allowed_without_state_has_no_headers(&proxy, &upstream, true);
+    drop(proxy);
+    assert!(daemon.stop(Duration::from_secs(10)).success());
+}
+
 /// A request ratewarden cannot decide (a key over 512 bytes) reaches the client as its 400
 /// problem, not the proxy's own error page, and without empty rate limit headers.
 fn undecidable_is_400(proxy: &Proxy, upstream: &Upstream) {
@@ -179,11 +216,12 @@ fn problem_body(reply: &Reply) -> Value {
         .unwrap_or_else(|e| panic!("not JSON ({e}): {reply:?} {}", reply.text()))
 }
 
-/// A daemon on a Redis port nothing listens on, with `on_error: deny`: every decision is 503.
-fn daemon_with_store_down(dir: &Path) -> Daemon {
-    let policy = dir.join("store-down.yaml");
+/// A daemon on a Redis port nothing listens on, deciding per `on_error` (`deny`: every
+/// decision is 503; `allow`: 200 with no rate limit headers).
+fn daemon_with_store_down(dir: &Path, on_error: &str) -> Daemon {
+    let policy = dir.join(format!("store-down-{on_error}.yaml"));
     let yaml = format!(
-        "store: {{ url: \"redis://127.0.0.1:{}/0\", on_error: deny, timeout: 50ms }}\n\
+        "store: {{ url: \"redis://127.0.0.1:{}/0\", on_error: {on_error}, timeout: 50ms }}\n\
          default_tier: free\n\
          tiers: {{ free: {{ limits: [ {{ name: hourly, algorithm: sliding_window, requests: 100, window: 1h }} ] }} }}\n",
         free_port()
@@ -220,7 +258,7 @@ fn store_down_is_503(proxy: &Proxy, upstream: &Upstream) {
 #[test]
 fn nginx_auth_request_snippet_turns_a_store_failure_and_a_bad_key_into_503_and_400() {
     let dir = tempfile::tempdir().unwrap();
-    let daemon = daemon_with_store_down(dir.path());
+    let daemon = daemon_with_store_down(dir.path(), "deny");
     let upstream = Upstream::start();
     let proxy = nginx(dir.path(), daemon.addr, upstream.addr);
     store_down_is_503(&proxy, &upstream);
@@ -232,7 +270,7 @@ fn nginx_auth_request_snippet_turns_a_store_failure_and_a_bad_key_into_503_and_4
 #[test]
 fn caddy_forward_auth_snippet_passes_a_store_failure_and_a_bad_key_as_503_and_400() {
     let dir = tempfile::tempdir().unwrap();
-    let daemon = daemon_with_store_down(dir.path());
+    let daemon = daemon_with_store_down(dir.path(), "deny");
     let upstream = Upstream::start();
     let proxy = caddy(dir.path(), daemon.addr, upstream.addr);
     store_down_is_503(&proxy, &upstream);

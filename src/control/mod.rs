@@ -301,7 +301,8 @@ impl ControlLoop {
         // An allowlisted subject is judged every cycle (its score stays visible) but is never
         // flagged: no flag line, no flag counted, not in the gauge.
         let allowlisted = self.engine.scale_factors().exemptions().allowlisted(now);
-        let is_allowlisted = |subject: &KeyHash| allowlisted.contains(subject);
+        let is_allowlisted =
+            |subject: &KeyHash| !allowlisted.is_empty() && allowlisted.contains(subject);
         // The gauge counts subjects at or over the threshold, not held ones nor novel ones
         // whose score alone flags nothing.
         report.flagged = verdict

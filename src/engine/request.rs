@@ -61,17 +61,22 @@ pub enum CheckError {
 }
 
 /// The endpoint of a request URI: its path, without scheme, host, query or fragment (forward
-/// auth's `X-Original-URI`, Envoy's `:path`), as sent: [`EndpointPath`] normalises it.
+/// auth's `X-Original-URI`, Envoy's `:path`), as sent: [`EndpointPath`] normalises it. The
+/// query goes first, so a `://` in it (`/api/export?next=https://h/free`) names no origin, and
+/// only a URI that starts with a scheme (not with `/`) has an origin to drop.
 pub fn path_of(uri: &str) -> &str {
-    let without_origin = match uri.split_once("://") {
-        Some((_, rest)) => rest.find('/').map_or("/", |i| &rest[i..]),
-        None => uri,
+    let end = uri.find(['?', '#']).unwrap_or(uri.len());
+    let before_query = &uri[..end];
+    let path = match before_query.split_once("://") {
+        Some((scheme, rest)) if is_scheme(scheme) => rest.find('/').map_or("/", |i| &rest[i..]),
+        _ => before_query,
     };
-    let end = without_origin
-        .find(['?', '#'])
-        .unwrap_or(without_origin.len());
-    match &without_origin[..end] {
-        "" => "/",
-        path => path,
-    }
+    if path.is_empty() { "/" } else { path }
+}
+
+/// RFC 3986's `scheme`: a letter, then letters, digits, `+`, `-` or `.`.
+fn is_scheme(text: &str) -> bool {
+    let mut chars = text.chars();
+    chars.next().is_some_and(|c| c.is_ascii_alphabetic())
+        && chars.all(|c| c.is_ascii_alphanumeric() || matches!(c, '+' | '-' | '.'))
 }

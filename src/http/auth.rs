@@ -162,5 +162,13 @@ mod tests {
         assert_eq!(path_of("https://example.com/a/b#frag"), "/a/b");
         assert_eq!(path_of("https://example.com"), "/");
         assert_eq!(path_of("?x"), "/");
+        // A URL in the query or in the path names no origin.
+        assert_eq!(
+            path_of("/api/export?next=https://evil.example/free"),
+            "/api/export"
+        );
+        assert_eq!(path_of("/api/export?u=a://b/"), "/api/export");
+        assert_eq!(path_of("/proxy/http://x/y"), "/proxy/http://x/y");
+        assert_eq!(path_of("/a#https://h/b"), "/a");
     }
 }

@@ -26,9 +26,12 @@ use std::ops::Deref;
 pub struct EndpointPath<'a>(Cow<'a, str>);
 
 impl<'a> EndpointPath<'a> {
-    /// The normal form of `raw` (borrowed when `raw` is in it already).
+    /// The normal form of `raw`'s path, without its query and fragment (borrowed when that
+    /// path is in normal form already). The query goes before dot-segments are resolved, so
+    /// `/api/export?next=/../../free` is `/api/export`, not `/free`.
     pub fn new(raw: &'a str) -> Self {
-        Self(normalise(raw))
+        let end = raw.find(['?', '#']).unwrap_or(raw.len());
+        Self(normalise(&raw[..end]))
     }
 
     pub fn as_str(&self) -> &str {
@@ -112,6 +115,23 @@ pub fn is_normal_prefix(body: &str) -> bool {
                 Escape::Unfinished => true,
                 escape => escape == Escape::Normal,
             })
+}
+
+/// The prefix to write for a prefix rule's `body` that no normalised path could begin with:
+/// its complete segments normalised, its last, partial one only percent-normalised (a partial
+/// `.` or `..` is the start of a name such as `.well-known`, not a dot-segment).
+pub fn normal_prefix(body: &str) -> String {
+    let Some(last_slash) = body.rfind('/') else {
+        return body.to_owned();
+    };
+    let (complete, partial) = body.split_at(last_slash + 1);
+    let mut out = normalise(complete).into_owned();
+    if partial.contains('%') {
+        push_percent_normalised(&mut out, partial);
+    } else {
+        out.push_str(partial);
+    }
+    out
 }
 
 /// Whether normalising `path` (starting with `/`) would change nothing.

@@ -158,8 +158,10 @@ fn unmatchable(body: &str, prefix: bool) -> Option<String> {
         true => endpoint_path::is_normal_prefix(body),
         false => endpoint_path::normalise(body) == body,
     };
-    let star = if prefix { "*" } else { "" };
-    (!fine).then(|| format!("{}{star}", endpoint_path::normalise(body)))
+    (!fine).then(|| match prefix {
+        true => format!("{}*", endpoint_path::normal_prefix(body)),
+        false => endpoint_path::normalise(body).into_owned(),
+    })
 }
 
 /// The rule's `key`: whose counter its limits keep (the user's by default).

@@ -1,7 +1,7 @@
 //! The normaliser against hand-picked spellings and, for any path, against a literal reading
 //! of RFC 3986 (§6.2.2.1-2 for percent-encodings, §5.2.4 for dot-segments).
 
-use super::{EndpointPath, is_normal_prefix, normalise};
+use super::{EndpointPath, is_normal_prefix, normal_prefix, normalise};
 use proptest::prelude::*;
 use std::borrow::Cow;
 
@@ -87,6 +87,24 @@ fn the_type_borrows_what_needs_no_change() {
     assert!(!changed.is_borrowed());
     assert_eq!(changed, "/api/export");
     assert_eq!(changed.to_string(), "/api/export");
+}
+
+#[test]
+fn a_prefix_keeps_its_partial_segment() {
+    assert_eq!(normal_prefix("/api//.."), "/api/..");
+    assert_eq!(normal_prefix("/api//."), "/api/.");
+    assert_eq!(normal_prefix("//%61pi/%7Euser"), "/api/~user");
+}
+
+#[test]
+fn the_query_and_fragment_go_before_dot_segments() {
+    assert_eq!(
+        EndpointPath::new("/api/export?next=/../../free"),
+        "/api/export"
+    );
+    assert_eq!(EndpointPath::new("/api/export#/../free"), "/api/export");
+    assert_eq!(EndpointPath::new("/api/./export?q=1"), "/api/export");
+    assert!(EndpointPath::new("/api/export?q=1").is_borrowed());
 }
 
 #[test]
