@@ -56,7 +56,8 @@ pub(super) fn request<'a>(
     Ok(Some(Native {
         request: CheckRequest {
             user,
-            endpoint: EndpointPath::new(endpoint.unwrap_or("")),
+            endpoint: EndpointPath::parse(endpoint.unwrap_or(""))
+                .map_err(|e| format!("the endpoint: {e}"))?,
             tier,
             ip,
             cost,
@@ -92,6 +93,17 @@ mod tests {
         let long = format!("/api{}", "/.".repeat(1023));
         let err = request(&[("user", "u"), ("path", &long)], Cost::ONE).unwrap_err();
         assert_eq!(err, "the endpoint is over 2048 bytes");
+    }
+
+    #[test]
+    fn an_ambiguous_path_is_refused() {
+        let err = request(&[("user", "u"), ("path", "/api//../export")], Cost::ONE).unwrap_err();
+        assert!(
+            err.starts_with(
+                "the endpoint: the path is ambiguous: a `..` after `//` is \"/export\""
+            ),
+            "{err}"
+        );
     }
 
     #[test]

@@ -2,10 +2,10 @@
 //! `forward_auth`. Everything comes from headers; the answer is a status and headers.
 
 use super::AppState;
-use super::check::{MAX_ENDPOINT_BYTES, MAX_USER_BYTES, undecidable};
+use super::check::{MAX_ENDPOINT_BYTES, MAX_USER_BYTES, endpoint_path, undecidable};
 use super::decision;
 use super::problem::Problem;
-use crate::engine::{CheckError, CheckRequest, Cost, EndpointPath, path_of};
+use crate::engine::{CheckError, CheckRequest, Cost, path_of};
 use crate::metrics::Api;
 use axum::extract::{ConnectInfo, Request, State};
 use axum::http::HeaderMap;
@@ -112,7 +112,7 @@ async fn decide(
 
     let check = CheckRequest {
         user: &user,
-        endpoint: EndpointPath::new(&endpoint),
+        endpoint: endpoint_path(&endpoint, "the requested path: ")?,
         tier,
         ip,
         cost: Cost::ONE,

@@ -73,6 +73,12 @@ pub fn required_text(value: Option<String>, field: &str, max: usize) -> Result<S
     }
 }
 
+/// `path` in normal form, or a 400 naming both readings of a path servers read as two
+/// endpoints (`/api//../export`); `at` says where it was (`field \`endpoint\`: `).
+pub fn endpoint_path<'a>(path: &'a str, at: &str) -> Result<EndpointPath<'a>, Problem> {
+    EndpointPath::parse(path).map_err(|e| Problem::bad_request(format!("{at}{e}")))
+}
+
 pub fn optional_ip(value: Option<String>, field: &str) -> Result<Option<IpAddr>, Problem> {
     value
         .map(|s| {
@@ -94,9 +100,12 @@ impl CheckBody {
                 ))
             })?,
         };
+        let field = format!("{at}endpoint");
+        let endpoint = required_text(self.endpoint, &field, MAX_ENDPOINT_BYTES)?;
+        endpoint_path(&endpoint, &format!("field `{field}`: "))?;
         Ok(ValidCheck {
             user: required_text(self.user, &format!("{at}user"), MAX_USER_BYTES)?,
-            endpoint: required_text(self.endpoint, &format!("{at}endpoint"), MAX_ENDPOINT_BYTES)?,
+            endpoint,
             tier: self.tier,
             ip: optional_ip(self.ip, &format!("{at}ip"))?,
             cost,

@@ -3,9 +3,9 @@
 
 use super::AppState;
 use super::body::JsonBody;
-use super::check::{MAX_ENDPOINT_BYTES, MAX_USER_BYTES, optional_ip, required_text};
+use super::check::{MAX_ENDPOINT_BYTES, MAX_USER_BYTES, endpoint_path, optional_ip, required_text};
 use super::problem::Problem;
-use crate::engine::{EndpointPath, Outcome};
+use crate::engine::Outcome;
 use axum::extract::State;
 use axum::http::StatusCode;
 use serde::Deserialize;
@@ -67,7 +67,7 @@ pub async fn report(
     }
     state.engine.report(&Outcome {
         user: &user,
-        endpoint: EndpointPath::new(&endpoint),
+        endpoint: endpoint_path(&endpoint, "field `endpoint`: ")?,
         // In range by the match above.
         status: u16::try_from(status).unwrap_or(599),
         latency_ms: body.latency_ms,

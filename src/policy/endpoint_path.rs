@@ -12,6 +12,11 @@
 //! - runs of `/` are merged into one, then dot-segments are removed (§5.2.4; a `..` above the
 //!   root stays at the root), as nginx's `merge_slashes` and Go's `path.Clean` do.
 //!
+//! A `..` right after an empty segment (`/api//../export`) is where the two orders part:
+//! merging slashes first (nginx, Go) reads `/export`, RFC 3986 and WHATWG readers
+//! `/api/export`. Which one the backend serves cannot be known here, so the adapters refuse
+//! such a path ([`EndpointPath::parse`]) instead of guessing.
+//!
 //! Anything else is kept: case, other encodings such as `%2F`, a trailing slash. A path that
 //! does not start with `/` is kept as it is: no rule can match it (rule paths start with `/`),
 //! and normalising `a/../api/export` would root it at a rule the client never named. A path
@@ -32,6 +37,13 @@ impl<'a> EndpointPath<'a> {
     pub fn new(raw: &'a str) -> Self {
         let end = raw.find(['?', '#']).unwrap_or(raw.len());
         Self(normalise(&raw[..end]))
+    }
+
+    /// As [`EndpointPath::new`], refusing a path servers read as two endpoints
+    /// (`/api//../export`): what the adapters use on a request's path.
+    pub fn parse(raw: &'a str) -> Result<Self, AmbiguousPath> {
+        unambiguous(raw)?;
+        Ok(Self::new(raw))
     }
 
     pub fn as_str(&self) -> &str {
@@ -75,6 +87,53 @@ pub fn normalise(path: &str) -> Cow<'_, str> {
     if !path.starts_with('/') || is_normal(path) {
         return Cow::Borrowed(path);
     }
+    Cow::Owned(resolve(path, Slashes::MergedFirst))
+}
+
+/// A path that servers read as two different endpoints: see [`EndpointPath::parse`].
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error(
+    "the path is ambiguous: a `..` after `//` is {merged:?} where slashes are merged first \
+     (nginx, Go) and {kept:?} where they are not (RFC 3986); send the one you mean"
+)]
+pub struct AmbiguousPath {
+    /// The path's normal form here: slashes merged, then dot-segments removed.
+    pub merged: String,
+    /// Dot-segments removed first (an empty segment is one a `..` can remove), then slashes
+    /// merged.
+    pub kept: String,
+}
+
+/// `Ok` unless `raw`'s path (before any query or fragment) has a dot-segment whose removal
+/// depends on whether empty segments count (`/api//../export`). Free for a path without `//`.
+fn unambiguous(raw: &str) -> Result<(), AmbiguousPath> {
+    let path = &raw[..raw.find(['?', '#']).unwrap_or(raw.len())];
+    if !path.starts_with('/') || !path.contains("//") {
+        return Ok(());
+    }
+    let merged = normalise(path);
+    let dots_first = resolve(path, Slashes::Kept);
+    let kept = normalise(&dots_first);
+    if merged == kept {
+        return Ok(());
+    }
+    Err(AmbiguousPath {
+        merged: merged.into_owned(),
+        kept: kept.into_owned(),
+    })
+}
+
+/// Whether runs of `/` are merged before dot-segments are removed, or are segments a `..`
+/// can remove (RFC 3986 §5.2.4 read literally).
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Slashes {
+    MergedFirst,
+    Kept,
+}
+
+/// `path` (starting with `/`) percent-normalised segment by segment (so `%2E%2E` is `..`),
+/// with dot-segments removed.
+fn resolve(path: &str, slashes: Slashes) -> String {
     let mut out = String::with_capacity(path.len());
     let mut ends_in_slash = false;
     for segment in path[1..].split('/') {
@@ -82,10 +141,11 @@ pub fn normalise(path: &str) -> Cow<'_, str> {
         out.push('/');
         push_percent_normalised(&mut out, segment);
         let pushed = &out[start + 1..];
-        ends_in_slash = matches!(pushed, "" | "." | "..");
+        let merged = pushed.is_empty() && slashes == Slashes::MergedFirst;
+        ends_in_slash = merged || matches!(pushed, "." | "..");
         match pushed {
-            // An empty segment between two slashes, and `.`: nothing.
-            "" | "." => out.truncate(start),
+            _ if merged => out.truncate(start),
+            "." => out.truncate(start),
             ".." => {
                 out.truncate(start);
                 out.truncate(out.rfind('/').unwrap_or(0));
@@ -96,7 +156,7 @@ pub fn normalise(path: &str) -> Cow<'_, str> {
     if out.is_empty() || ends_in_slash {
         out.push('/');
     }
-    Cow::Owned(out)
+    out
 }
 
 /// Whether `body`, the path of a prefix rule without its `*`, can begin a normalised path:

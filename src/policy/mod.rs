@@ -16,7 +16,7 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 pub use crate::yaml::{PolicyError, PolicyErrors, parse_duration};
-pub use endpoint_path::EndpointPath;
+pub use endpoint_path::{AmbiguousPath, EndpointPath};
 pub use load_source::{LOAD_SOURCE_NAMES, LoadSource, PrometheusQuery, UpstreamTargets};
 
 /// A whole, valid policy.

@@ -145,6 +145,12 @@ async fn malformed_requests_are_invalid_argument_naming_the_problem() {
             "descriptors[0]: entry ip \"not-an-ip\" is not an IP address",
         ),
         (
+            one("web", &[("user", "a"), ("path", "/api//../export")]),
+            "descriptors[0]: the endpoint: the path is ambiguous: a `..` after `//` is \"/export\" \
+             where slashes are merged first (nginx, Go) and \"/api/export\" where they are not \
+             (RFC 3986); send the one you mean",
+        ),
+        (
             one("web", &[("user", "a"), ("path", "/login")]),
             "descriptors[0]: rule endpoints[1] (/login) counts per IP address (key: ip) and the request has no `ip`",
         ),

@@ -5,6 +5,10 @@ use crate::harness::{Reply, TOKEN, admin, check, check_with, harness};
 use axum::http::{Method, StatusCode};
 use serde_json::{Value, json};
 
+const AMBIGUOUS: &str = "the path is ambiguous: a `..` after `//` is \"/export\" where slashes \
+    are merged first (nginx, Go) and \"/api/export\" where they are not (RFC 3986); send the one \
+    you mean";
+
 #[tokio::test]
 async fn subject_view_shows_base_effective_and_exact_usage_without_the_raw_id() {
     let h = harness(Some(TOKEN));
@@ -222,6 +226,17 @@ async fn subject_view_rejects_a_bad_query() {
     reply.assert_problem(
         StatusCode::BAD_REQUEST,
         "query parameter `endpoint` must be 1 to 2048 bytes (it has 0)",
+    );
+    let reply = admin(
+        &h.app,
+        Method::GET,
+        "/v1/admin/subjects/dave?endpoint=/api//../export",
+        None,
+    )
+    .await;
+    reply.assert_problem(
+        StatusCode::BAD_REQUEST,
+        &format!("query parameter `endpoint`: {AMBIGUOUS}"),
     );
     let reply = admin(
         &h.app,

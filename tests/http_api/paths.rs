@@ -1,6 +1,7 @@
 //! Endpoint paths are normalised before matching (docs/reference/policy.md, "Endpoint
 //! matching"): every spelling a backend serves as `/api/export` counts against the `export`
-//! rule, through every route that takes a path; and forward auth takes any method.
+//! rule, through every route that takes a path; a path servers read two ways is refused; and
+//! forward auth takes any method.
 
 use crate::common::EXAMPLE_POLICY;
 use crate::common::http::{call, post_json, structured};
@@ -65,6 +66,70 @@ async fn batch_and_forward_auth_normalise_alike() {
         assert_eq!(structured(reply.header("ratelimit-policy")).name, "export");
         assert_eq!(reply.header("x-ratelimit-remaining"), (4 - i).to_string());
     }
+}
+
+/// What every route says of `/api//../export`, after naming where the path was.
+const AMBIGUOUS: &str = "the path is ambiguous: a `..` after `//` is \"/export\" where slashes \
+    are merged first (nginx, Go) and \"/api/export\" where they are not (RFC 3986); send the one \
+    you mean";
+
+#[tokio::test]
+async fn a_path_servers_read_two_ways_is_refused_and_counts_nothing() {
+    let app = crate::common::http::app(EXAMPLE_POLICY);
+    let ambiguous = "/api//../export";
+    let reply = check(&app, json!({"user": "gina", "endpoint": ambiguous})).await;
+    reply.assert_problem(
+        StatusCode::BAD_REQUEST,
+        &format!("field `endpoint`: {AMBIGUOUS}"),
+    );
+
+    let requests = json!({"requests": [
+        {"user": "gina", "endpoint": "/api/export"},
+        {"user": "gina", "endpoint": "/api//%2e%2e/export?q=1"},
+    ]});
+    let reply = post_json(&app.router, "/v1/check/batch", &requests).await;
+    reply.assert_problem(
+        StatusCode::BAD_REQUEST,
+        &format!("field `requests[1].endpoint`: {AMBIGUOUS}"),
+    );
+
+    let uri = format!("https://shop.example{ambiguous}");
+    let headers = [
+        ("x-original-uri", uri.as_str()),
+        ("x-api-key", "gina"),
+        ("x-ratewarden-problem-header", "on"),
+    ];
+    let reply = call(&app.router, Method::GET, "/v1/auth", &headers, "").await;
+    reply.assert_problem(
+        StatusCode::BAD_REQUEST,
+        &format!("the requested path: {AMBIGUOUS}"),
+    );
+    // nginx reads the problem from this header.
+    assert!(
+        reply
+            .header("x-ratewarden-problem")
+            .contains("the path is ambiguous")
+    );
+
+    let report = json!({"user": "gina", "endpoint": ambiguous, "status": 200});
+    let reply = post_json(&app.router, "/v1/report", &report).await;
+    reply.assert_problem(
+        StatusCode::BAD_REQUEST,
+        &format!("field `endpoint`: {AMBIGUOUS}"),
+    );
+
+    // Nothing was counted: both readings still have their whole limit.
+    for (endpoint, remaining) in [("/export", 19), ("/api/export", 4)] {
+        let reply = check(&app, json!({"user": "gina", "endpoint": endpoint})).await;
+        assert_eq!(reply.json()["remaining"], remaining, "{endpoint}");
+    }
+    // A `..` both readings agree on passes.
+    let reply = check(
+        &app,
+        json!({"user": "gina", "endpoint": "/api//x/../export"}),
+    )
+    .await;
+    assert_eq!(reply.json()["policy"], "endpoint:/api/export/export");
 }
 
 #[tokio::test]

@@ -8,7 +8,7 @@ use super::{Admin, check_user, store_problem};
 use crate::engine::{InspectError, LimitUsage, SubjectInspection, SubjectQuery, TierSource};
 use crate::features::{FEATURE_NAMES, SubjectFeatures};
 use crate::http::AppState;
-use crate::http::check::MAX_ENDPOINT_BYTES;
+use crate::http::check::{MAX_ENDPOINT_BYTES, endpoint_path};
 use crate::http::problem::Problem;
 use crate::model::Explanation;
 use crate::policy::KeyScope;
@@ -168,6 +168,7 @@ pub async fn subject(
                 endpoint.len()
             )));
         }
+        endpoint_path(endpoint, "query parameter `endpoint`: ")?;
     }
     let ip = query
         .ip

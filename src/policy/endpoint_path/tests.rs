@@ -1,7 +1,7 @@
 //! The normaliser against hand-picked spellings and, for any path, against a literal reading
 //! of RFC 3986 (§6.2.2.1-2 for percent-encodings, §5.2.4 for dot-segments).
 
-use super::{EndpointPath, is_normal_prefix, normal_prefix, normalise};
+use super::{AmbiguousPath, EndpointPath, is_normal_prefix, normal_prefix, normalise, unambiguous};
 use proptest::prelude::*;
 use std::borrow::Cow;
 
@@ -121,6 +121,42 @@ fn prefix_rules_end_in_a_partial_segment() {
     }
 }
 
+#[test]
+fn a_dot_dot_after_an_empty_segment_is_refused_by_name() {
+    let err = unambiguous("/api//../export?x=1").unwrap_err();
+    assert_eq!(
+        err,
+        AmbiguousPath {
+            merged: "/export".to_owned(),
+            kept: "/api/export".to_owned(),
+        }
+    );
+    assert_eq!(
+        err.to_string(),
+        "the path is ambiguous: a `..` after `//` is \"/export\" where slashes are merged first \
+         (nginx, Go) and \"/api/export\" where they are not (RFC 3986); send the one you mean"
+    );
+    assert!(unambiguous("/api//%2e%2E/export").is_err());
+    assert!(unambiguous("/a//..").is_err());
+}
+
+#[test]
+fn paths_both_readings_agree_on_pass() {
+    for fine in [
+        "/api/export",
+        "/api//export",
+        "//api/export",
+        "//../api/export",
+        "/api/x/../export",
+        "/api//./export",
+        "/api//x/../export",
+        "/api/export?next=//../free",
+        "api//../x",
+    ] {
+        assert_eq!(unambiguous(fine), Ok(()), "{fine}");
+    }
+}
+
 /// RFC 3986 §6.2.2.1-2, one triplet at a time; a `%` starting none is `%25`.
 fn percent_oracle(path: &str) -> String {
     let bytes = path.as_bytes();
@@ -184,12 +220,21 @@ fn remove_dot_segments_oracle(path: &str) -> String {
     output
 }
 
-fn oracle(path: &str) -> String {
-    let mut merged = percent_oracle(path);
+fn merge_slashes(path: &str) -> String {
+    let mut merged = path.to_owned();
     while merged.contains("//") {
         merged = merged.replace("//", "/");
     }
-    remove_dot_segments_oracle(&merged)
+    merged
+}
+
+fn oracle(path: &str) -> String {
+    remove_dot_segments_oracle(&merge_slashes(&percent_oracle(path)))
+}
+
+/// The RFC's reading, where an empty segment is one a `..` removes.
+fn dots_first_oracle(path: &str) -> String {
+    merge_slashes(&remove_dot_segments_oracle(&percent_oracle(path)))
 }
 
 /// Paths built from the pieces normalising is about.
@@ -243,6 +288,19 @@ proptest! {
     #[test]
     fn any_rooted_text_normalises_as_the_rfc_says(text in any::<String>()) {
         check_normal_form(&format!("/{text}"))?;
+    }
+
+    #[test]
+    fn a_path_is_refused_exactly_when_the_two_readings_part(path in tricky_path()) {
+        let merged = oracle(&path);
+        let kept = dots_first_oracle(&path);
+        match unambiguous(&path) {
+            Ok(()) => prop_assert_eq!(merged, kept),
+            Err(err) => {
+                prop_assert_ne!(&merged, &kept);
+                prop_assert_eq!(err, AmbiguousPath { merged, kept });
+            }
+        }
     }
 
     #[test]
