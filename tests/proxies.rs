@@ -180,14 +180,7 @@ fn undecidable_is_400(proxy: &Proxy, upstream: &Upstream) {
     let key = "k".repeat(513);
     let reply = proxy.get("/api/export", &key);
     assert_eq!(
-        reply.status,
-        400,
-        "{reply:?} {}\n{}",
-        reply.text(),
-        proxy.log_text()
-    );
-    assert_eq!(
-        problem_body(&reply),
+        refused_before_upstream(proxy, upstream, &reply, 400),
         json!({
             "type": "about:blank",
             "title": "Bad Request",
@@ -195,14 +188,28 @@ fn undecidable_is_400(proxy: &Proxy, upstream: &Upstream) {
             "detail": "the subject is over 512 bytes",
         })
     );
+}
+
+/// The problem body of a reply that ratewarden refused with `status`: it never reached the
+/// upstream, and carries no (empty) rate limit headers, there being no limit state to describe.
+fn refused_before_upstream(
+    proxy: &Proxy,
+    upstream: &Upstream,
+    reply: &Reply,
+    status: u16,
+) -> Value {
+    assert_eq!(
+        reply.status,
+        status,
+        "{reply:?} {}\n{}",
+        reply.text(),
+        proxy.log_text()
+    );
     for name in ["ratelimit", "ratelimit-policy", "x-ratelimit-limit"] {
         assert_eq!(reply.header(name), None, "{reply:?}");
     }
-    assert_eq!(
-        upstream.hits(),
-        0,
-        "an undecided request reached the upstream"
-    );
+    assert_eq!(upstream.hits(), 0, "a refused request reached the upstream");
+    problem_body(reply)
 }
 
 /// The body of a problem reply, checked to be `application/problem+json`.
@@ -234,14 +241,7 @@ fn daemon_with_store_down(dir: &Path, on_error: &str) -> Daemon {
 fn store_down_is_503(proxy: &Proxy, upstream: &Upstream) {
     let reply = proxy.get("/api/export", "k");
     assert_eq!(
-        reply.status,
-        503,
-        "{reply:?} {}\n{}",
-        reply.text(),
-        proxy.log_text()
-    );
-    assert_eq!(
-        problem_body(&reply),
+        refused_before_upstream(proxy, upstream, &reply, 503),
         json!({
             "type": "https://iana.org/assignments/http-problem-types#temporary-reduced-capacity",
             "title": "Temporary reduced capacity",
@@ -250,9 +250,6 @@ fn store_down_is_503(proxy: &Proxy, upstream: &Upstream) {
             "violated-policies": [],
         })
     );
-    // No limit state to describe, so no (empty) rate limit headers.
-    assert_eq!(reply.header("ratelimit"), None, "{reply:?}");
-    assert_eq!(upstream.hits(), 0, "a denial reached the upstream");
 }
 
 #[test]

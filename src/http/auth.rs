@@ -22,7 +22,7 @@ const PROBLEM_HEADER_WANTED: &str = "X-Ratewarden-Problem-Header";
 /// included (the router takes them all; OpenAPI can list only the standard ones): some
 /// proxies send the auth subrequest with the client's method.
 #[utoipa::path(
-    method(get, head, post, put, delete, patch, options), path = "/v1/auth", tag = "decisions",
+    method(get, head, post, put, delete, patch, options, trace), path = "/v1/auth", tag = "decisions",
     params(
         ("X-Original-URI" = Option<String>, Header, description = "The requested URI (nginx)"),
         ("X-Forwarded-Uri" = Option<String>, Header, description = "The requested URI (Traefik, Caddy)"),
@@ -36,7 +36,7 @@ const PROBLEM_HEADER_WANTED: &str = "X-Ratewarden-Problem-Header";
         (status = 200, description = "Allowed (empty body, rate limit headers)"),
         (status = 429, description = "Denied", body = Problem, content_type = "application/problem+json"),
         (status = 503, description = "The store failed and store.on_error denies", body = Problem, content_type = "application/problem+json"),
-        (status = 400, description = "No URI header, or an invalid header", body = Problem, content_type = "application/problem+json"),
+        (status = 400, description = "No URI header, an invalid header, or a path servers read two ways", body = Problem, content_type = "application/problem+json"),
     )
 )]
 pub async fn auth(State(state): State<AppState>, request: Request) -> Response {
