@@ -190,6 +190,10 @@ async fn metrics_count_decisions_with_policy_labels_only() {
         let series = format!("ratewarden_tier_cache_requests_total{{result=\"{result}\"}} 0");
         assert!(text.contains(&series), "{series} is missing:\n{text}");
     }
+    assert!(
+        text.contains("\nratewarden_tier_lookup_errors_total 0\n"),
+        "ratewarden_tier_lookup_errors_total is missing:\n{text}"
+    );
     // No model: no model info.
     assert!(
         !names.contains("ratewarden_model_info"),

@@ -65,6 +65,11 @@ async fn tier_store_is_a_hash_read_through_the_local_cache() {
 }
 
 #[tokio::test]
+async fn a_failed_tier_lookup_is_the_default_tier_and_counted() {
+    engine_level::a_failed_tier_lookup_is_the_default_tier_and_counted().await;
+}
+
+#[tokio::test]
 async fn batch_is_one_round_trip_and_a_flushed_library_is_loaded_again() {
     batch::batch_and_flushed_library().await;
 }

@@ -55,7 +55,7 @@ impl TierCache {
                 tier
             }
             Err(error) => {
-                tracing::debug!(%error, "tier store failed; using the default tier");
+                self.lookup_failed(&error, 1);
                 None
             }
         }
@@ -106,9 +106,15 @@ impl TierCache {
                     }
                 }
             }
-            Err(error) => tracing::debug!(%error, "tier store failed; using the default tier"),
+            Err(error) => self.lookup_failed(&error, missing.len()),
         }
         found
+    }
+
+    /// Counted, and logged at `debug` only: a slow store would otherwise log every request.
+    fn lookup_failed(&self, error: &StoreError, subjects: usize) {
+        self.metrics.tier_lookup_errors.inc_by(subjects as u64);
+        tracing::debug!(%error, "tier store failed; using the default tier");
     }
 
     pub async fn forget(&self, subject: KeyHash) {

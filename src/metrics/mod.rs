@@ -4,8 +4,8 @@
 
 use prometheus::core::Collector;
 use prometheus::{
-    Encoder, Gauge, Histogram, HistogramOpts, HistogramVec, IntCounterVec, IntGauge, IntGaugeVec,
-    Opts, Registry, TextEncoder,
+    Encoder, Gauge, Histogram, HistogramOpts, HistogramVec, IntCounter, IntCounterVec, IntGauge,
+    IntGaugeVec, Opts, Registry, TextEncoder,
 };
 use std::time::Duration;
 
@@ -84,6 +84,7 @@ pub struct Metrics {
     pub novel_subjects: IntGauge,
     pub control_cycle_duration: Histogram,
     pub tier_cache_requests: IntCounterVec,
+    pub tier_lookup_errors: IntCounter,
     pub config_reloads: IntCounterVec,
     pub model_info: IntGaugeVec,
     pub policy_file_refused: IntGauge,
@@ -153,6 +154,11 @@ const TIER_CACHE_REQUESTS: Family = Family {
     name: "ratewarden_tier_cache_requests_total",
     help: "Lookups of the local tier cache",
     labels: &["result"],
+};
+const TIER_LOOKUP_ERRORS: Family = Family {
+    name: "ratewarden_tier_lookup_errors_total",
+    help: "Tier store lookups that failed; those requests got the default tier",
+    labels: &[],
 };
 const CONFIG_RELOADS: Family = Family {
     name: "ratewarden_config_reloads_total",
@@ -263,6 +269,10 @@ impl Family {
         registered(registry, Gauge::with_opts(self.opts()))
     }
 
+    fn int_counter(&self, registry: &Registry) -> IntCounter {
+        registered(registry, IntCounter::with_opts(self.opts()))
+    }
+
     fn int_gauge(&self, registry: &Registry) -> IntGauge {
         registered(registry, IntGauge::with_opts(self.opts()))
     }
@@ -289,6 +299,7 @@ impl Metrics {
             store_duration: STORE_DURATION.histogram_vec(&registry, LATENCY_BUCKETS),
             store_errors: STORE_ERRORS.counter_vec(&registry),
             tier_cache_requests: TIER_CACHE_REQUESTS.counter_vec(&registry),
+            tier_lookup_errors: TIER_LOOKUP_ERRORS.int_counter(&registry),
             config_reloads: CONFIG_RELOADS.counter_vec(&registry),
             reports: REPORTS.counter_vec(&registry),
             envoy_unmatched: ENVOY_UNMATCHED.counter_vec(&registry),

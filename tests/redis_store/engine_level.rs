@@ -51,7 +51,7 @@ mod privacy;
 mod tiers;
 
 pub use privacy::privacy_and_ttls;
-pub use tiers::tier_store;
+pub use tiers::{a_failed_tier_lookup_is_the_default_tier_and_counted, tier_store};
 
 /// What a client sees of a decision.
 #[derive(Debug, PartialEq)]

@@ -1,5 +1,6 @@
 //! The tier store over Redis: `set_stored_tier` writes one hash field per subject hash, checks
-//! read it through the local cache, and the hash keeps its long TTL.
+//! read it through the local cache, and the hash keeps its long TTL; a lookup Redis refuses
+//! gives the default tier and is counted.
 
 use super::{decide, engine_on};
 use crate::common::redis::RedisServer;
@@ -109,4 +110,50 @@ pub async fn tier_store() {
     assert!(tiers_ttl() > long - 60_000, "PTTL {}", tiers_ttl());
     let all = server.cli(&["HGETALL", "rw:tiers"]);
     assert!(!all.contains("dave") && !all.contains("erin"), "{all}");
+}
+
+/// A lookup Redis refuses (an ACL user without `HGET` and `HMGET`) gives the default tier,
+/// uncached, without marking the decision degraded, and counts each subject in
+/// `ratewarden_tier_lookup_errors_total`.
+pub async fn a_failed_tier_lookup_is_the_default_tier_and_counted() {
+    let server = RedisServer::start();
+    let clock = ManualClock::starting_at(T0);
+    let engine = engine_on(redis_store(&server, "rw", &clock));
+    let tier_of = |d: &Decision| d.resolved.tier().name.clone();
+    let errors = || engine.metrics().tier_lookup_errors.get();
+    engine
+        .set_stored_tier("carol", Some("pro"))
+        .await
+        .expect("stored");
+    engine
+        .set_stored_tier("dave", Some("pro"))
+        .await
+        .expect("stored");
+
+    let refused = server.cli(&["ACL", "SETUSER", "default", "-hget", "-hmget"]);
+    assert_eq!(refused.trim(), "OK");
+    assert_eq!(
+        tier_of(&decide(&engine, &CheckRequest::new("carol", "/x")).await),
+        "free"
+    );
+    assert_eq!(errors(), 1);
+    let batch = [
+        CheckRequest::new("carol", "/x"),
+        CheckRequest::new("dave", "/x"),
+    ];
+    let decisions = engine.check_batch(&batch).await.expect("decidable");
+    assert!(
+        decisions
+            .iter()
+            .all(|d| !d.degraded && tier_of(d) == "free")
+    );
+    assert_eq!(errors(), 3, "one per subject of the batch's one lookup");
+
+    // Not cached: the next lookup after Redis allows it again finds the stored tier.
+    server.cli(&["ACL", "SETUSER", "default", "+hget", "+hmget"]);
+    assert_eq!(
+        tier_of(&decide(&engine, &CheckRequest::new("carol", "/x")).await),
+        "pro"
+    );
+    assert_eq!(errors(), 3);
 }
