@@ -174,9 +174,18 @@ fn nginx_and_caddy_snippets_add_no_rate_limit_headers_ratewarden_did_not_send() 
     assert!(daemon.stop(Duration::from_secs(10)).success());
 }
 
-/// A request ratewarden cannot decide (a key over 512 bytes) reaches the client as its 400
-/// problem, not the proxy's own error page, and without empty rate limit headers.
+/// A request ratewarden cannot decide (a key over 512 bytes, a path servers read two ways)
+/// reaches the client as its 400 problem, not the proxy's own error page, and without empty
+/// rate limit headers.
 fn undecidable_is_400(proxy: &Proxy, upstream: &Upstream) {
+    let reply = proxy.get("/api//../export", "k");
+    let problem = refused_before_upstream(proxy, upstream, &reply, 400);
+    assert_eq!(
+        problem["detail"],
+        "the requested path: the path is ambiguous: a `..` after `//` is \"/export\" where \
+         slashes are merged first (nginx, Go) and \"/api/export\" where they are not (RFC 3986); \
+         send the one you mean"
+    );
     let key = "k".repeat(513);
     let reply = proxy.get("/api/export", &key);
     assert_eq!(

@@ -67,6 +67,7 @@ fn follows_a_failover_answering_per_on_error_meanwhile() {
         t.wait("50 answers", Duration::from_secs(10), |s| s.len() >= 50);
     }
 
+    let old_primary = group.primary.port;
     let killed = Instant::now();
     group.primary.kill();
     // Until every daemon decides from the new primary: /readyz must have said 503 meanwhile.
@@ -174,6 +175,9 @@ fn follows_a_failover_answering_per_on_error_meanwhile() {
             Duration::from_secs(2),
         );
         assert!(line.contains("following the primary"), "{line}");
+        // The connection to the dead primary was dropped before the new one was found.
+        let previous = format!("previous=127.0.0.1:{old_primary}");
+        assert!(line.contains(&previous), "{line}");
     }
     for daemon in daemons {
         assert!(daemon.stop(Duration::from_secs(10)).success());

@@ -100,11 +100,12 @@ impl CheckBody {
                 ))
             })?,
         };
+        let user = required_text(self.user, &format!("{at}user"), MAX_USER_BYTES)?;
         let field = format!("{at}endpoint");
         let endpoint = required_text(self.endpoint, &field, MAX_ENDPOINT_BYTES)?;
         endpoint_path(&endpoint, &format!("field `{field}`: "))?;
         Ok(ValidCheck {
-            user: required_text(self.user, &format!("{at}user"), MAX_USER_BYTES)?,
+            user,
             endpoint,
             tier: self.tier,
             ip: optional_ip(self.ip, &format!("{at}ip"))?,

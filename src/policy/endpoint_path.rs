@@ -26,7 +26,8 @@ use std::borrow::Cow;
 use std::fmt;
 use std::ops::Deref;
 
-/// An endpoint path in normal form; built only through [`EndpointPath::new`].
+/// An endpoint path in normal form; built only through [`EndpointPath::new`] or
+/// [`EndpointPath::parse`].
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct EndpointPath<'a>(Cow<'a, str>);
 

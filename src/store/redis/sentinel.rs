@@ -47,6 +47,9 @@ struct Shared {
     /// Asks the Sentinels; one question at a time (the client caches its Sentinel connections).
     sentinels: Mutex<SentinelClient>,
     primary: ArcSwapOption<Primary>,
+    /// The address last followed, kept after its connection is dropped: the log line of a
+    /// failover names where it came from.
+    followed: ArcSwapOption<String>,
     /// A reconnection loop is running.
     reconnecting: AtomicBool,
 }
@@ -70,6 +73,7 @@ impl SentinelConnection {
                 name: url.primary_name.clone(),
                 sentinels: Mutex::new(client),
                 primary: ArcSwapOption::empty(),
+                followed: ArcSwapOption::empty(),
                 reconnecting: AtomicBool::new(false),
             }),
         };
@@ -178,14 +182,12 @@ impl Shared {
             client.get_multiplexed_async_connection_with_config(&config),
         )
         .await?;
-        let before = self.primary.swap(Some(Arc::new(Primary {
+        self.primary.store(Some(Arc::new(Primary {
             address: address.clone(),
             conn,
         })));
-        let from = before
-            .as_ref()
-            .map(|p| p.address.as_str())
-            .unwrap_or("none");
+        let before = self.followed.swap(Some(Arc::new(address.clone())));
+        let from = before.as_deref().map_or("none", String::as_str);
         tracing::info!(primary = %address, previous = %from, name = %self.name, "following the primary the sentinels name");
         Ok(())
     }
