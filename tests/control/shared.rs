@@ -1,10 +1,11 @@
 //! Two daemons' control loops on one real Redis: one holds the lease and scores, the other
 //! adopts its standings; both see the same features for a subject whose traffic they split.
 //! Every key the control loop writes has a TTL. With no model, the loop sends Redis nothing.
+//! A flushed script cache, on one Redis or on every node of a cluster, is no outage.
 
 use super::cycle::Scripted;
 use crate::common::START;
-use crate::common::redis::RedisServer;
+use crate::common::redis::{RedisCluster, RedisServer};
 use ratewarden::clock::ManualClock;
 use ratewarden::control::{ControlLoop, ModelSlot};
 use ratewarden::engine::{CheckRequest, Engine, Outcome, SubjectHasher};
@@ -270,11 +271,36 @@ async fn with_no_model_the_control_loop_sends_redis_nothing() {
 async fn a_flushed_script_cache_is_loaded_again_without_an_outage() {
     let server = RedisServer::start();
     let clock = ManualClock::starting_at(START);
-    let (engine, mut control) = daemon(&server, &clock);
+    let (engine, control) = daemon(&server, &clock);
+    lead_through_flushed_scripts(&engine, control, &clock, &[&server]).await;
+}
+
+#[tokio::test]
+async fn a_flushed_script_cache_on_a_cluster_is_no_outage_either() {
+    let cluster = RedisCluster::start(3);
+    let clock = ManualClock::starting_at(START);
+    let store = RedisStore::connect_cluster(&cluster.node_urls(), "rw", Duration::from_secs(2))
+        .await
+        .unwrap();
+    let (engine, control) = daemon_on(store, POLICY, &clock, true);
+    let nodes: Vec<&RedisServer> = cluster.nodes.iter().collect();
+    lead_through_flushed_scripts(&engine, control, &clock, &nodes).await;
+}
+
+/// Three cycles, the scripts flushed on every node before the second and the third: each
+/// holds the lease, and no outage is recorded (NOSCRIPT runs the script by EVAL at once).
+async fn lead_through_flushed_scripts(
+    engine: &Engine<Backend>,
+    mut control: ControlLoop,
+    clock: &ManualClock,
+    nodes: &[&RedisServer],
+) {
     for round in 0..3 {
-        send(&engine, "carol", "/a", "192.0.2.1", 5).await;
+        send(engine, "carol", "/a", "192.0.2.1", 5).await;
         if round > 0 {
-            assert_eq!(server.cli(&["SCRIPT", "FLUSH"]).trim(), "OK");
+            for node in nodes {
+                assert_eq!(node.cli(&["SCRIPT", "FLUSH"]).trim(), "OK");
+            }
         }
         clock.advance(Duration::from_secs(1));
         let report = control.cycle().await;

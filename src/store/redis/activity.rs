@@ -8,7 +8,6 @@ use super::connection::is_noscript;
 use crate::clock::Micros;
 use crate::store::StoreError;
 use redis::{Cmd, Pipeline, Value};
-use std::sync::atomic::Ordering;
 use std::time::Duration;
 
 const LEASE: &str = include_str!("lease.lua");
@@ -25,6 +24,16 @@ fn sha(source: &str) -> String {
     redis::Script::new(source).get_hash().to_owned()
 }
 
+/// `EVALSHA sha` or `EVAL source`, with `keys` and `args`.
+fn script_call(command: &str, script: &str, keys: &[String], args: &[&[u8]]) -> Cmd {
+    let mut cmd = redis::cmd(command);
+    cmd.arg(script).arg(keys.len()).arg(keys);
+    for arg in args {
+        cmd.arg(*arg);
+    }
+    cmd
+}
+
 impl RedisStore {
     fn control_key(&self, name: &str) -> String {
         format!("{}:{{control}}:{name}", self.prefix)
@@ -36,47 +45,22 @@ impl RedisStore {
         self.control_key(&format!("activity:{bucket_len}:{bucket}"))
     }
 
-    /// Loads the control scripts (on every primary of a cluster) so EVALSHA finds them: once,
-    /// and again after Redis said NOSCRIPT (see [`Self::call_script`]), not every cycle.
-    async fn load_control_scripts(&self) -> Result<(), StoreError> {
-        if self.control_scripts_loaded.load(Ordering::Relaxed) {
-            return Ok(());
-        }
-        let loads = [LEASE, PUBLISH].map(|source| {
-            let mut cmd = redis::cmd("SCRIPT");
-            cmd.arg("LOAD").arg(source);
-            cmd
-        });
-        if self.conn.is_cluster() {
-            // A cluster connection sends SCRIPT LOAD to every primary, one command at a time.
-            for cmd in &loads {
-                self.conn.query::<Value>(cmd, self.timeout).await?;
-            }
-        } else {
-            let mut pipe = Pipeline::new();
-            for cmd in loads {
-                pipe.add_command(cmd).ignore();
-            }
-            self.conn.pipeline::<()>(&pipe, self.timeout).await?;
-        }
-        self.control_scripts_loaded.store(true, Ordering::Relaxed);
-        Ok(())
-    }
-
-    /// Runs a control script's EVALSHA. A NOSCRIPT (Redis restarted, failed over or flushed
-    /// its scripts) means the script did not run: the scripts are loaded again and the call
-    /// retried once, so a flushed cache is not a store outage.
+    /// Runs a control script by EVALSHA. A NOSCRIPT (Redis restarted, failed over or flushed
+    /// its scripts) means the script did not run: it runs by EVAL at once, which also caches it
+    /// on the node that holds its keys (all in the `{control}` slot), so a flushed cache is not a
+    /// store outage, and a cluster needs no `SCRIPT LOAD` on every primary.
     async fn call_script<T: redis::FromRedisValue>(
         &self,
-        cmd: &Cmd,
+        source: &str,
+        keys: &[String],
+        args: &[&[u8]],
         timeout: Duration,
     ) -> Result<T, StoreError> {
-        self.load_control_scripts().await?;
-        match self.conn.query::<T>(cmd, timeout).await {
+        let by_hash = script_call("EVALSHA", &sha(source), keys, args);
+        match self.conn.query::<T>(&by_hash, timeout).await {
             Err(error) if is_noscript(&error) => {
-                self.control_scripts_loaded.store(false, Ordering::Relaxed);
-                self.load_control_scripts().await?;
-                self.conn.query::<T>(cmd, timeout).await
+                let by_source = script_call("EVAL", source, keys, args);
+                self.conn.query::<T>(&by_source, timeout).await
             }
             answered => answered,
         }
@@ -103,15 +87,6 @@ impl RedisStore {
             pipe.add_command(cmd);
         }
         self.conn.pipeline(&pipe, timeout).await
-    }
-
-    fn evalsha(source: &str, keys: &[String], args: &[&[u8]]) -> Cmd {
-        let mut cmd = redis::cmd("EVALSHA");
-        cmd.arg(sha(source)).arg(keys.len()).arg(keys);
-        for arg in args {
-            cmd.arg(*arg);
-        }
-        cmd
     }
 
     /// Appends `value` to the list of bucket `bucket` (of `bucket_len` µs), kept for `ttl`:
@@ -161,12 +136,9 @@ impl RedisStore {
     /// Takes or renews the lease; `true` while this daemon (`id`) holds it.
     pub async fn try_lead(&self, id: &str, ttl: Duration) -> Result<bool, StoreError> {
         let ttl_ms = ttl.as_millis().max(1).to_string();
-        let cmd = Self::evalsha(
-            LEASE,
-            &[self.control_key("leader")],
-            &[id.as_bytes(), ttl_ms.as_bytes()],
-        );
-        let held: i64 = self.call_script(&cmd, self.timeout).await?;
+        let keys = [self.control_key("leader")];
+        let args = [id.as_bytes(), ttl_ms.as_bytes()];
+        let held: i64 = self.call_script(LEASE, &keys, &args, self.timeout).await?;
         Ok(held == 1)
     }
 
@@ -182,17 +154,16 @@ impl RedisStore {
     ) -> Result<bool, StoreError> {
         let generation = generation.to_string();
         let ttl_ms = ttl.as_millis().max(1).to_string();
-        let cmd = Self::evalsha(
-            PUBLISH,
-            &[self.control_key("leader"), self.control_key("standings")],
-            &[
-                id.as_bytes(),
-                generation.as_bytes(),
-                ttl_ms.as_bytes(),
-                value,
-            ],
-        );
-        let published: i64 = self.call_script(&cmd, self.large_timeout()).await?;
+        let keys = [self.control_key("leader"), self.control_key("standings")];
+        let args = [
+            id.as_bytes(),
+            generation.as_bytes(),
+            ttl_ms.as_bytes(),
+            value,
+        ];
+        let published: i64 = self
+            .call_script(PUBLISH, &keys, &args, self.large_timeout())
+            .await?;
         Ok(published == 1)
     }
 

@@ -50,9 +50,6 @@ pub struct RedisStore {
     /// When a lookup of this store (and its clones) last refreshed the tier hash's TTL, in µs
     /// (0: never).
     tiers_kept_at: Arc<AtomicU64>,
-    /// Whether the control loop's scripts are known to be loaded (reset when Redis says
-    /// NOSCRIPT: the next control call loads them again).
-    control_scripts_loaded: Arc<AtomicBool>,
 }
 
 impl RedisStore {
@@ -124,7 +121,6 @@ impl RedisStore {
             functions: Arc::new(AtomicBool::new(true)),
             clock: None,
             tiers_kept_at: Arc::new(AtomicU64::new(0)),
-            control_scripts_loaded: Arc::new(AtomicBool::new(false)),
         }
     }
 
