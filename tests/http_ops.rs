@@ -334,7 +334,9 @@ async fn openapi_documents_exactly_the_served_routes() {
     // Forward auth answers any method (some proxies send the client's).
     assert_eq!(
         methods("/v1/auth"),
-        ["delete", "get", "head", "options", "patch", "post", "put", "trace"]
+        [
+            "delete", "get", "head", "options", "patch", "post", "put", "trace"
+        ]
     );
 
     let bearer = format!("Bearer {TOKEN}");
