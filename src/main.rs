@@ -31,6 +31,9 @@ fn main() -> ExitCode {
 }
 
 fn run(cli: Cli) -> anyhow::Result<ExitCode> {
+    if !matches!(cli.command, Command::Serve(_)) {
+        end_quietly_when_the_reader_leaves();
+    }
     match cli.command {
         Command::Serve(args) => {
             let runtime = tokio::runtime::Runtime::new().context("starting the async runtime")?;
@@ -59,3 +62,17 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
     }
     Ok(ExitCode::SUCCESS)
 }
+
+/// `ratewarden check-policy dir | head -1` ends quietly when `head` closes the pipe, as other
+/// Unix tools do: Rust ignores SIGPIPE, so the next print would panic. Not for `serve`, whose
+/// writes to clients that hang up must fail as errors, not end the process.
+#[cfg(unix)]
+fn end_quietly_when_the_reader_leaves() {
+    // SAFETY: called before any thread is started, with a disposition SIGPIPE accepts.
+    unsafe {
+        libc::signal(libc::SIGPIPE, libc::SIG_DFL);
+    }
+}
+
+#[cfg(not(unix))]
+fn end_quietly_when_the_reader_leaves() {}

@@ -87,6 +87,23 @@ fn train_needs_out_and_force_to_overwrite() {
 }
 
 #[test]
+fn train_names_a_missing_data_file_once() {
+    let dir = tempfile::tempdir().unwrap();
+    let missing = ratewarden(
+        dir.path(),
+        &["train", "--data", "nosuch.jsonl", "--out", "m.json"],
+    );
+    assert_eq!(missing.status.code(), Some(1));
+    let stderr = text(&missing.stderr);
+    assert!(
+        stderr.ends_with(
+            "\nerror: cannot open nosuch.jsonl: No such file or directory (os error 2)\n"
+        ),
+        "{stderr}"
+    );
+}
+
+#[test]
 fn train_runs_without_a_policy_in_the_folder_and_warns_on_few_abusers() {
     let dir = tempfile::tempdir().unwrap();
     let simulated = ratewarden(

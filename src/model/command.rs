@@ -71,13 +71,13 @@ pub enum TrainCommandError {
     WouldOverwrite(PathBuf),
     #[error("policy {path}:{errors}")]
     Policy { path: PathBuf, errors: String },
-    #[error("cannot open {path}: {source}")]
+    #[error("cannot open {path}: {error}")]
     Open {
         path: PathBuf,
-        source: std::io::Error,
+        error: std::io::Error,
     },
-    #[error("{path}: {source}")]
-    Read { path: PathBuf, source: ReadError },
+    #[error("{path}: {error}")]
+    Read { path: PathBuf, error: ReadError },
     #[error("--threshold must be between 0 and 1")]
     Threshold,
     #[error("starting the runtime: {0}")]
@@ -190,9 +190,9 @@ fn warn_if_few_abusers(report: &TrainReport) {
 /// The jsonl traffic at `path`, in time order; unparsable lines are told on stderr and left
 /// out.
 fn read_traffic(path: &Path) -> Result<Traffic, TrainCommandError> {
-    let file = std::fs::File::open(path).map_err(|source| TrainCommandError::Open {
+    let file = std::fs::File::open(path).map_err(|error| TrainCommandError::Open {
         path: path.to_path_buf(),
-        source,
+        error,
     })?;
     let size = file.metadata().map(|m| m.len()).unwrap_or(0);
     let reading = bar(
@@ -203,7 +203,7 @@ fn read_traffic(path: &Path) -> Result<Traffic, TrainCommandError> {
         read_jsonl(BufReader::new(file), |b| reading.set_position(b)).map_err(|source| {
             TrainCommandError::Read {
                 path: path.to_path_buf(),
-                source,
+                error: source,
             }
         })?;
     reading.finish();

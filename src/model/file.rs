@@ -29,15 +29,15 @@ pub const FORMAT_VERSION: &str = "3";
 
 #[derive(Debug, thiserror::Error)]
 pub enum ModelError {
-    #[error("cannot read model file {path}: {source}")]
+    #[error("cannot read model file {path}: {error}")]
     Read {
         path: PathBuf,
-        source: std::io::Error,
+        error: std::io::Error,
     },
-    #[error("cannot write model file {path}: {source}")]
+    #[error("cannot write model file {path}: {error}")]
     Write {
         path: PathBuf,
-        source: std::io::Error,
+        error: std::io::Error,
     },
     #[error("model file {path}: {problem}")]
     Invalid { path: PathBuf, problem: Problem },

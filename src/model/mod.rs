@@ -161,7 +161,7 @@ impl Model {
     pub fn load(path: &Path) -> Result<Model, ModelError> {
         let text = std::fs::read_to_string(path).map_err(|source| ModelError::Read {
             path: path.to_owned(),
-            source,
+            error: source,
         })?;
         Model::from_json(&text).map_err(|problem| ModelError::Invalid {
             path: path.to_owned(),
@@ -180,7 +180,7 @@ impl Model {
     pub fn save(&self, path: &Path) -> Result<(), ModelError> {
         std::fs::write(path, self.to_json()).map_err(|source| ModelError::Write {
             path: path.to_owned(),
-            source,
+            error: source,
         })
     }
 

@@ -34,8 +34,8 @@ pub struct TrafficRecord {
 
 #[derive(Debug, thiserror::Error)]
 pub enum ReadError {
-    #[error("reading line {line}: {source}")]
-    Io { line: usize, source: std::io::Error },
+    #[error("reading line {line}: {error}")]
+    Io { line: usize, error: std::io::Error },
     #[error("no parsable line ({bad} unparsable; first at line {first_bad}: {example})")]
     Empty {
         bad: usize,
@@ -64,7 +64,7 @@ pub fn read_jsonl(
     for (index, line) in reader.lines().enumerate() {
         let line = line.map_err(|source| ReadError::Io {
             line: index + 1,
-            source,
+            error: source,
         })?;
         bytes += line.len() as u64 + 1;
         if index % 4096 == 0 {

@@ -223,10 +223,10 @@ impl Backend {
 /// Why a store could not be opened.
 #[derive(Debug, thiserror::Error)]
 pub enum OpenError {
-    #[error("cannot open store {url}: {source}")]
+    #[error("cannot open store {url}: {error}")]
     Redis {
         url: String,
-        source: ::redis::RedisError,
+        error: ::redis::RedisError,
     },
 }
 
@@ -250,7 +250,7 @@ pub async fn open(
         .map(Backend::Redis)
         .map_err(|source| OpenError::Redis {
             url: url.redacted(),
-            source,
+            error: source,
         }),
     }
 }

@@ -31,6 +31,10 @@ pub enum StoreUrlError {
     /// What [`SentinelUrl::parse`] found wrong.
     #[error("{0}")]
     Sentinel(String),
+    /// A `redis://` URL (or a cluster node's) the client cannot open: the reason is the
+    /// client's.
+    #[error("\"{url}\" is no Redis URL the client can open: {reason}")]
+    Unopenable { url: String, reason: String },
 }
 
 impl StoreUrl {
@@ -39,7 +43,7 @@ impl StoreUrl {
             return Ok(StoreUrl::Memory);
         }
         if url.starts_with("redis://") || url.starts_with("rediss://") {
-            return Ok(StoreUrl::Redis(url.to_owned()));
+            return openable(url).map(|()| StoreUrl::Redis(url.to_owned()));
         }
         if url.starts_with("redis+sentinel://") || url.starts_with("rediss+sentinel://") {
             return SentinelUrl::parse(url)
@@ -125,13 +129,35 @@ fn cluster_nodes(scheme: &str, list: &str) -> Result<Vec<String>, StoreUrlError>
     if nodes.is_empty() {
         return Err(StoreUrlError::NoClusterNodes);
     }
-    Ok(nodes
+    let urls: Vec<String> = nodes
         .iter()
         .map(|n| match n.contains('@') {
             true => format!("{scheme}://{n}"),
             false => format!("{scheme}://{credentials}{n}"),
         })
-        .collect())
+        .collect();
+    urls.iter().try_for_each(|url| openable(url))?;
+    Ok(urls)
+}
+
+/// Whether the Redis client takes `url` (a host, a port that is a port, a database number):
+/// refused here, `check-policy` says so too, not only `serve` when it connects.
+fn openable(url: &str) -> Result<(), StoreUrlError> {
+    let refused = |reason: &str| StoreUrlError::Unopenable {
+        url: redacted(url),
+        reason: reason.to_owned(),
+    };
+    match redis::IntoConnectionInfo::into_connection_info(url) {
+        // The client's text is "<reason> - <kind>": the reason is what a reader needs.
+        Err(error) => {
+            let text = error.to_string();
+            Err(refused(
+                text.split_once(" - ").map_or(&text, |(reason, _)| reason),
+            ))
+        }
+        Ok(info) if info.redis_settings().db() < 0 => Err(refused("Invalid database number")),
+        Ok(_) => Ok(()),
+    }
 }
 
 /// `scheme://host:port` of one `scheme://[credentials@]host:port[/path]`.
@@ -246,6 +272,41 @@ mod tests {
                 "rediss://u:q@h3:7002".into()
             ]))
         );
+    }
+
+    #[test]
+    fn urls_the_client_cannot_open_are_refused_by_name() {
+        for (url, shown, reason) in [
+            (
+                "redis://app:s3cret@127.0.0.1:1/x",
+                "redis://app:***@127.0.0.1:1/x",
+                "Invalid database number",
+            ),
+            (
+                "redis://h:6379/-1",
+                "redis://h:6379/-1",
+                "Invalid database number",
+            ),
+            (
+                "redis://127.0.0.1:99999/0",
+                "redis://127.0.0.1:99999/0",
+                "Redis URL did not parse",
+            ),
+            ("redis://", "redis://", "Missing hostname"),
+            (
+                "redis+cluster://:pw@h1:70x0",
+                "redis://:***@h1:70x0",
+                "Redis URL did not parse",
+            ),
+        ] {
+            assert_eq!(
+                StoreUrl::parse(url).map_err(|e| e.to_string()),
+                Err(format!(
+                    "\"{shown}\" is no Redis URL the client can open: {reason}"
+                )),
+                "{url}"
+            );
+        }
     }
 
     #[test]

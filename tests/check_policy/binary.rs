@@ -17,6 +17,23 @@ fn check_policy(path: &Path) -> (i32, Vec<String>) {
     (code, stdout.lines().map(str::to_owned).collect())
 }
 
+#[test]
+fn a_reader_that_leaves_early_ends_the_output_without_a_panic() {
+    let mut child = Command::new(env!("CARGO_BIN_EXE_ratewarden"))
+        .arg("check-policy")
+        .arg(bad_fixture("many_errors"))
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("ratewarden runs");
+    // What `| head -0` does: the pipe's reading end closes before anything is read.
+    drop(child.stdout.take());
+    let out = child.wait_with_output().expect("ratewarden ends");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(!stderr.contains("panicked"), "{stderr}");
+    assert_ne!(out.status.code(), Some(101), "{stderr}");
+}
+
 fn prefixed(path: &Path, lines: &[&str]) -> Vec<String> {
     lines
         .iter()

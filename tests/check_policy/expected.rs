@@ -188,6 +188,31 @@ pub const BAD: &[(&str, &[&str])] = &[
         &["endpoints[1].path: \"/api/*/export\": * is allowed only at the end"],
     ),
     (
+        "query_in_path",
+        &[concat!(
+            "endpoints[0].path: \"/api/search?q=export\" can never match: ",
+            "a request's query and fragment are dropped before matching"
+        )],
+    ),
+    (
+        "fragment_in_path",
+        &[concat!(
+            "endpoints[0].path: \"/docs#intro\" can never match: ",
+            "a request's query and fragment are dropped before matching"
+        )],
+    ),
+    (
+        "unopenable_redis_url",
+        &[concat!(
+            "store.url: \"redis://app:***@127.0.0.1:6379/cache\" is no Redis URL the client ",
+            "can open: Invalid database number"
+        )],
+    ),
+    (
+        "empty_tier_name",
+        &["tiers: a tier's name must not be empty"],
+    ),
+    (
         "doubled_slash_in_path",
         &[concat!(
             "endpoints[0].path: \"/api//export\" can never match: ",

@@ -43,7 +43,11 @@ pub(super) fn plain_name(e: &mut Errors, path: &str, name: &str) -> bool {
 
 pub(super) fn compile_tier(e: &mut Errors, name: &str, raw: &RawTier) -> Tier {
     let path = format!("tiers.{name}");
-    plain_name(e, &path, name);
+    if name.is_empty() {
+        e.push("tiers", "a tier's name must not be empty");
+    } else {
+        plain_name(e, &path, name);
+    }
     e.unknown_keys(&path, &raw.unknown, &["adaptive", "limits"]);
     let adaptive = e.boolean(&join(&path, "adaptive"), &raw.adaptive, true);
     if raw.limits.is_none() {
@@ -133,6 +137,14 @@ fn path_pattern(e: &mut Errors, path: &str, raw: &RawEndpoint) -> Option<PathPat
                 e.push(
                     &pattern_path,
                     format!("\"{p}\": * is allowed only at the end"),
+                );
+                None
+            } else if body.contains(['?', '#']) {
+                e.push(
+                    &pattern_path,
+                    format!(
+                        "\"{p}\" can never match: a request's query and fragment are dropped before matching"
+                    ),
                 );
                 None
             } else if let Some(normal) = unmatchable(body, prefix) {

@@ -42,8 +42,8 @@ pub enum CombinedError {
     Expected { expected: &'static str, at: usize },
     #[error("unterminated {0}")]
     Unterminated(&'static str),
-    #[error("bad date [{text}]: {source}")]
-    Date { text: String, source: TimeError },
+    #[error("bad date [{text}]: {error}")]
+    Date { text: String, error: TimeError },
     #[error("bad status {0:?} (a number from 100 to 999, or -)")]
     Status(String),
 }
@@ -64,7 +64,7 @@ pub fn parse_combined_line(line: &str) -> Result<CombinedLine<'_>, CombinedError
     let date = cursor.delimited('[', ']', "[$time_local]")?;
     let at = parse_clf_time(date).map_err(|source| CombinedError::Date {
         text: date.to_owned(),
-        source,
+        error: source,
     })?;
     let request = cursor.quoted("\"$request\"")?;
     let status = cursor.token().ok_or(CombinedError::Missing("$status"))?;
