@@ -16,7 +16,9 @@ use std::time::Duration;
 /// Whose view, and of which limits.
 #[derive(Debug, Clone, Copy)]
 pub struct SubjectQuery<'a> {
-    pub user: &'a str,
+    /// The subject's keyed hash ([`Engine::subject_of`] a user id, or a hash the flagged list
+    /// gave): the view needs no raw id.
+    pub subject: KeyHash,
     /// The endpoint whose rule's limits are listed with the tier's; `None`: `default_endpoint`.
     pub endpoint: Option<&'a str>,
     /// A client address, for the usage of `key: ip` rules (without it they show no usage).
@@ -99,17 +101,18 @@ impl<S: Store> Engine<S> {
         &self,
         query: SubjectQuery<'_>,
     ) -> Result<SubjectInspection, InspectError> {
-        let stored = self.stored_tier(query.user).await;
+        let stored = self.stored_tier_by_hash(query.subject).await;
         // A `key: ip` rule needs an address to be planned. Without one a placeholder address
         // stands in, and the usage of the rule's limits is left out (`None`) rather than shown
         // for the placeholder: their base and effective capacities do not depend on it.
-        let mut request = CheckRequest::new(query.user, query.endpoint.unwrap_or(""));
+        // The user id is never read: the plan counts under `query.subject`.
+        let mut request = CheckRequest::new("", query.endpoint.unwrap_or(""));
         request.ip = Some(query.ip.unwrap_or(IpAddr::V4(Ipv4Addr::UNSPECIFIED)));
         let endpoint = match query.endpoint {
             Some(_) => EndpointChoice::Matching,
             None => EndpointChoice::Default,
         };
-        let plan = self.plan(&request, stored.as_deref(), endpoint)?;
+        let plan = self.plan_as(query.subject, &request, stored.as_deref(), endpoint)?;
         let applied = self.dry_run(&plan).await?;
         // Usage against the base capacities too, when scaling changed any of them: see `used`.
         let scaled = (0..applied.checks.len()).any(|i| plan.scales(i).enforced != 1.0);

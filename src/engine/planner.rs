@@ -25,6 +25,18 @@ impl<S: Store> Engine<S> {
         stored_tier: Option<&str>,
         endpoint: EndpointChoice,
     ) -> Result<Plan, CheckError> {
+        let user = self.hasher.user(request.user);
+        self.plan_as(user, request, stored_tier, endpoint)
+    }
+
+    /// As [`Engine::plan`], for the subject `user` (already hashed) instead of the request's.
+    pub(super) fn plan_as(
+        &self,
+        user: KeyHash,
+        request: &CheckRequest<'_>,
+        stored_tier: Option<&str>,
+        endpoint: EndpointChoice,
+    ) -> Result<Plan, CheckError> {
         let policy = self.policy();
         let tier = match request.tier {
             Some(name) => policy
@@ -49,7 +61,6 @@ impl<S: Store> Engine<S> {
             }
             _ => None,
         };
-        let user = self.hasher.user(request.user);
         let trace = FeatureTrace {
             endpoint: self.hasher.feature_endpoint(&request.endpoint),
             ip: request.ip.map(|ip| self.hasher.feature_ip(ip)),

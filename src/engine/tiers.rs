@@ -129,7 +129,14 @@ impl<S: Store> Engine<S> {
         if !self.store.has_tiers() {
             return None;
         }
-        let subject = self.hasher.user(user);
+        self.stored_tier_by_hash(self.hasher.user(user)).await
+    }
+
+    /// The tier stored for a subject's keyed hash, through the local cache.
+    pub(super) async fn stored_tier_by_hash(&self, subject: KeyHash) -> Option<Arc<str>> {
+        if !self.store.has_tiers() {
+            return None;
+        }
         self.tiers.get(subject, || self.store.tier(subject)).await
     }
 
@@ -175,15 +182,25 @@ impl<S: Store> Engine<S> {
         user: &str,
         tier: Option<&str>,
     ) -> Result<KeyHash, SetTierError> {
+        let subject = self.hasher.user(user);
+        self.set_stored_tier_by_hash(subject, tier).await?;
+        Ok(subject)
+    }
+
+    /// As [`Engine::set_stored_tier`], for a subject's keyed hash (the flagged list's).
+    pub async fn set_stored_tier_by_hash(
+        &self,
+        subject: KeyHash,
+        tier: Option<&str>,
+    ) -> Result<(), SetTierError> {
         if let Some(name) = tier {
             if self.policy().tier_index(name).is_none() {
                 return Err(SetTierError::UnknownTier(name.to_owned()));
             }
         }
-        let subject = self.hasher.user(user);
         self.store.set_tier(subject, tier).await?;
         self.tiers.forget(subject).await;
-        Ok(subject)
+        Ok(())
     }
 }
 

@@ -221,7 +221,7 @@ async fn a_rule_with_its_own_source_scales_its_limits_alone() {
     // The admin view names the factor each limit is scaled by.
     let view = engine
         .inspect_subject(SubjectQuery {
-            user: "carol",
+            subject: engine.subject_of("carol"),
             endpoint: Some("/api/export"),
             ip: None,
         })

@@ -1,5 +1,6 @@
 //! `PUT /v1/admin/subjects/{user}/tier`: a stored tier is used by the next check and removed
-//! by `null`; bad bodies store nothing.
+//! by `null`; bad bodies store nothing; a subject can be named by its hash, as the flagged list
+//! shows it, in this route and the subject view.
 
 use crate::harness::{TOKEN, admin, check, check_with, harness};
 use axum::http::{Method, StatusCode};
@@ -81,4 +82,56 @@ async fn stored_tier_is_set_used_and_removed() {
         (&view.json["tier"], &view.json["tier_source"]),
         (&json!("free"), &json!("default"))
     );
+}
+
+#[tokio::test]
+async fn a_subject_named_by_its_hash_gets_its_tier_and_its_view() {
+    let h = harness(Some(TOKEN));
+    let user = "frank@example.com";
+    let subject = h.engine.hasher().user(user).to_string();
+    let by_hash = format!("/v1/admin/subjects/{subject}/tier?hashed=true");
+    let reply = admin(&h.app, Method::PUT, &by_hash, Some(r#"{"tier": "pro"}"#)).await;
+    assert_eq!(reply.status, StatusCode::OK, "{}", reply.text);
+    assert_eq!(reply.json, json!({"subject": subject, "tier": "pro"}));
+    assert_eq!(h.engine.stored_tier(user).await.as_deref(), Some("pro"));
+
+    let view_by_hash = format!("/v1/admin/subjects/{subject}?hashed=true");
+    let by_hash = admin(&h.app, Method::GET, &view_by_hash, None).await;
+    let by_name = admin(
+        &h.app,
+        Method::GET,
+        "/v1/admin/subjects/frank@example.com",
+        None,
+    )
+    .await;
+    assert_eq!(by_hash.status, StatusCode::OK, "{}", by_hash.text);
+    assert_eq!(by_hash.json, by_name.json);
+    assert_eq!(by_hash.json["tier_source"], "stored");
+
+    // An unknown query parameter stores nothing (it used to be ignored, and `hashed` with it).
+    let reply = admin(
+        &h.app,
+        Method::PUT,
+        "/v1/admin/subjects/frank@example.com/tier?hashd=true",
+        Some(r#"{"tier": "free"}"#),
+    )
+    .await;
+    assert_eq!(reply.status, StatusCode::BAD_REQUEST);
+    assert!(
+        reply.detail().contains("unknown field `hashd`"),
+        "{}",
+        reply.detail()
+    );
+    let reply = admin(
+        &h.app,
+        Method::GET,
+        "/v1/admin/subjects/frank?hashed=true",
+        None,
+    )
+    .await;
+    reply.assert_problem(
+        StatusCode::BAD_REQUEST,
+        "with hashed=true the path must be a subject hash of 32 hex digits, not \"frank\"",
+    );
+    assert_eq!(h.engine.stored_tier(user).await.as_deref(), Some("pro"));
 }

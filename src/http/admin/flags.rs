@@ -6,7 +6,8 @@
 //! the request and writes the JSON. A subject is named by its user id, as in the subject view,
 //! or with `?hashed=true` by the keyed hash the list shows (the daemon knows no other name).
 
-use super::{Admin, check_user};
+use super::Admin;
+use super::subject_name::{SubjectName, named_subject};
 use crate::clock::Micros;
 use crate::engine::FlaggedSubject;
 use crate::http::AppState;
@@ -18,20 +19,12 @@ use axum::extract::rejection::QueryRejection;
 use axum::extract::{Path, Query, State};
 use serde::{Deserialize, Serialize};
 use std::time::Duration;
-use utoipa::{IntoParams, ToSchema};
+use utoipa::ToSchema;
 
 /// The longest allowlisting: 30 days.
 const MAX_TTL_SECONDS: u64 = 30 * 86_400;
 /// Features listed per flagged subject.
 const TOP_FEATURES: usize = 3;
-
-#[derive(Debug, Deserialize, IntoParams)]
-#[serde(deny_unknown_fields)]
-#[into_params(parameter_in = Query)]
-pub struct SubjectName {
-    /// `true`: the path names the subject by its keyed hash (32 hex digits, as listed).
-    pub hashed: Option<bool>,
-}
 
 /// A time as RFC 3339 UTC with milliseconds.
 pub(super) fn rfc3339(at: Micros) -> Option<String> {
@@ -39,24 +32,14 @@ pub(super) fn rfc3339(at: Micros) -> Option<String> {
     Some(at.to_rfc3339_opts(chrono::SecondsFormat::Millis, true))
 }
 
-/// The subject a path names.
+/// The subject a path names (see [`named_subject`]).
 fn subject(
     state: &AppState,
     user: &str,
     query: Result<Query<SubjectName>, QueryRejection>,
 ) -> Result<KeyHash, Problem> {
     let Query(query) = query.map_err(|e| Problem::bad_request(e.body_text()))?;
-    if query.hashed != Some(true) {
-        check_user(user)?;
-        return Ok(state.engine.subject_of(user));
-    }
-    let digits = user.len() == 32 && user.bytes().all(|b| b.is_ascii_hexdigit());
-    match u128::from_str_radix(user, 16) {
-        Ok(hash) if digits => Ok(KeyHash(hash)),
-        _ => Err(Problem::bad_request(format!(
-            "with hashed=true the path must be a subject hash of 32 hex digits, not {user:?}"
-        ))),
-    }
+    named_subject(state, user, query.hashed)
 }
 
 /// One feature that stands out.

@@ -3,12 +3,14 @@
 //!
 //! It answers 404 unless `RATEWARDEN_ADMIN_TOKEN` is set, and then only to
 //! `Authorization: Bearer <token>`, compared in constant time ([`Admin`]). Subjects are named by
-//! their raw id in the path, but answers only ever carry the keyed hash of it. The handlers live
+//! their raw id in the path, or by its keyed hash with `?hashed=true`, but answers only ever
+//! carry the keyed hash. The handlers live
 //! one concern a file: live thresholds, the view of one subject, flags and the allowlist, stored
 //! tiers and policy reload.
 
 mod flags;
 mod reload;
+mod subject_name;
 mod subjects;
 mod thresholds;
 mod tier;

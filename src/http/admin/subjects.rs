@@ -4,7 +4,8 @@
 //! the query and writes the JSON.
 
 use super::flags::rfc3339;
-use super::{Admin, check_user, store_problem};
+use super::subject_name::named_subject;
+use super::{Admin, store_problem};
 use crate::engine::{InspectError, LimitUsage, SubjectInspection, SubjectQuery, TierSource};
 use crate::features::{FEATURE_NAMES, SubjectFeatures};
 use crate::http::AppState;
@@ -30,6 +31,9 @@ pub struct SubjectParams {
     /// A client address, for the usage of `key: ip` rules (without it they show no usage).
     #[param(example = "203.0.113.7")]
     pub ip: Option<String>,
+    /// `true`: the path names the subject by its keyed hash (32 hex digits, as the flagged
+    /// list shows it).
+    pub hashed: Option<bool>,
 }
 
 /// Why a subject gets what it gets.
@@ -142,7 +146,7 @@ pub struct LimitView {
     get, path = "/v1/admin/subjects/{user}", tag = "admin",
     security(("bearer" = [])),
     params(
-        ("user" = String, Path, description = "The user id (as sent to /v1/check)"),
+        ("user" = String, Path, description = "The user id (as sent to /v1/check), or its hash with hashed=true"),
         SubjectParams,
     ),
     responses(
@@ -160,7 +164,7 @@ pub async fn subject(
     query: Result<Query<SubjectParams>, QueryRejection>,
 ) -> Result<Json<SubjectView>, Problem> {
     let Query(query) = query.map_err(|e| Problem::bad_request(e.body_text()))?;
-    check_user(&user)?;
+    let subject = named_subject(&state, &user, query.hashed)?;
     if let Some(endpoint) = &query.endpoint {
         if endpoint.is_empty() || endpoint.len() > MAX_ENDPOINT_BYTES {
             return Err(Problem::bad_request(format!(
@@ -187,7 +191,7 @@ pub async fn subject(
     let inspection = state
         .engine
         .inspect_subject(SubjectQuery {
-            user: &user,
+            subject,
             endpoint: query.endpoint.as_deref(),
             ip,
         })

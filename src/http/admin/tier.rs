@@ -3,13 +3,15 @@
 //! Operators need to move a subject between tiers without the client sending `tier` itself;
 //! the tier store is where checks without one look.
 
-use super::{Admin, check_user, present, store_problem};
+use super::subject_name::{SubjectName, named_subject};
+use super::{Admin, present, store_problem};
 use crate::engine::SetTierError;
 use crate::http::AppState;
 use crate::http::body::JsonBody;
 use crate::http::problem::Problem;
 use axum::Json;
-use axum::extract::{Path, State};
+use axum::extract::rejection::QueryRejection;
+use axum::extract::{Path, Query, State};
 use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
 
@@ -37,7 +39,7 @@ pub struct TierView {
 #[utoipa::path(
     put, path = "/v1/admin/subjects/{user}/tier", tag = "admin",
     security(("bearer" = [])),
-    params(("user" = String, Path, description = "The user id (as sent to /v1/check)")),
+    params(("user" = String, Path, description = "The user id (as sent to /v1/check), or its hash with hashed=true"), SubjectName),
     request_body = TierBody,
     responses(
         (status = 200, description = "Stored (or removed)", body = TierView),
@@ -53,17 +55,19 @@ pub async fn put_tier(
     _: Admin,
     State(state): State<AppState>,
     Path(user): Path<String>,
+    query: Result<Query<SubjectName>, QueryRejection>,
     JsonBody(body): JsonBody<TierBody>,
 ) -> Result<Json<TierView>, Problem> {
-    check_user(&user)?;
+    let Query(query) = query.map_err(|e| Problem::bad_request(e.body_text()))?;
+    let subject = named_subject(&state, &user, query.hashed)?;
     let tier = body.tier.ok_or_else(|| {
         Problem::bad_request(
             "field `tier` is required (a tier name, or null to remove the stored tier)",
         )
     })?;
-    let subject = state
+    state
         .engine
-        .set_stored_tier(&user, tier.as_deref())
+        .set_stored_tier_by_hash(subject, tier.as_deref())
         .await
         .map_err(|e| match e {
             SetTierError::UnknownTier(_) => Problem::bad_request(format!("field `tier`: {e}")),
