@@ -196,13 +196,27 @@ fn parent(path: &serde_path_to_error::Path) -> String {
     out
 }
 
-/// serde_json's message without its ` at line 1 column 9` suffix (the path says where).
+/// serde_json's message without its ` at line 1 column 9` suffix (the path says where), and
+/// in JSON's words rather than Rust's (`expected struct CheckBody`, `expected i64`).
 fn plain(error: &serde_json::Error) -> String {
     let text = error.to_string();
-    match text.rfind(" at line ") {
-        Some(i) => text[..i].to_owned(),
-        None => text,
+    let text = match text.rfind(" at line ") {
+        Some(i) => &text[..i],
+        None => &text,
+    };
+    if let Some(i) = text.find("expected struct ") {
+        return format!("{}expected a JSON object", &text[..i]);
     }
+    for (rust, json) in [
+        ("expected i64", "expected an integer"),
+        ("expected u64", "expected an integer of 0 or more"),
+        ("expected f64", "expected a number"),
+    ] {
+        if let Some(head) = text.strip_suffix(rust) {
+            return format!("{head}{json}");
+        }
+    }
+    text.to_owned()
 }
 
 /// An empty body for responses that have none.

@@ -116,11 +116,9 @@ async fn a_subject_named_by_its_hash_gets_its_tier_and_its_view() {
         Some(r#"{"tier": "free"}"#),
     )
     .await;
-    assert_eq!(reply.status, StatusCode::BAD_REQUEST);
-    assert!(
-        reply.detail().contains("unknown field `hashd`"),
-        "{}",
-        reply.detail()
+    reply.assert_problem(
+        StatusCode::BAD_REQUEST,
+        "query string: hashd: unknown field `hashd`, expected `hashed`",
     );
     let reply = admin(
         &h.app,

@@ -99,7 +99,7 @@ async fn a_bad_batch_is_400_and_consumes_nothing() {
         ),
         (
             json!({"requests": [item, item, {"user": "z", "endpoint": "/api/export", "cost": "2"}]}),
-            "field `requests[2].cost`: invalid type: string \"2\", expected i64",
+            "field `requests[2].cost`: invalid type: string \"2\", expected an integer",
         ),
         (
             json!({"requests": [item, {"user": "z", "endpoint": "/x", "tier": "gold"}, item]}),
@@ -115,7 +115,7 @@ async fn a_bad_batch_is_400_and_consumes_nothing() {
         ),
         (
             json!({"requests": [item, ["z", "/api/export", null, null, 2]]}),
-            "field `requests[1]`: invalid type: sequence, expected struct CheckBody",
+            "field `requests[1]`: invalid type: sequence, expected a JSON object",
         ),
         (
             json!({"request": [item]}),

@@ -6,8 +6,8 @@
 //! the request and writes the JSON. A subject is named by its user id, as in the subject view,
 //! or with `?hashed=true` by the keyed hash the list shows (the daemon knows no other name).
 
-use super::Admin;
 use super::subject_name::{SubjectName, named_subject};
+use super::{Admin, query_problem};
 use crate::clock::Micros;
 use crate::engine::FlaggedSubject;
 use crate::http::AppState;
@@ -38,7 +38,7 @@ fn subject(
     user: &str,
     query: Result<Query<SubjectName>, QueryRejection>,
 ) -> Result<KeyHash, Problem> {
-    let Query(query) = query.map_err(|e| Problem::bad_request(e.body_text()))?;
+    let Query(query) = query.map_err(query_problem)?;
     named_subject(state, user, query.hashed)
 }
 

@@ -20,6 +20,7 @@ use super::check::MAX_USER_BYTES;
 use super::problem::Problem;
 use crate::store::StoreError;
 use axum::extract::FromRequestParts;
+use axum::extract::rejection::QueryRejection;
 use axum::http::request::Parts;
 use axum::http::{HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
@@ -149,6 +150,16 @@ fn check_user(user: &str) -> Result<(), Problem> {
         )));
     }
     Ok(())
+}
+
+/// A query string the route cannot read, as a 400 in our words (axum's start with "Failed to
+/// deserialize query string").
+fn query_problem(rejection: QueryRejection) -> Problem {
+    let text = rejection.body_text();
+    let reason = text
+        .strip_prefix("Failed to deserialize query string: ")
+        .unwrap_or(&text);
+    Problem::bad_request(format!("query string: {reason}"))
 }
 
 fn store_problem(error: StoreError) -> Problem {

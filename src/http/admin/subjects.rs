@@ -5,7 +5,7 @@
 
 use super::flags::rfc3339;
 use super::subject_name::named_subject;
-use super::{Admin, store_problem};
+use super::{Admin, query_problem, store_problem};
 use crate::engine::{InspectError, LimitUsage, SubjectInspection, SubjectQuery, TierSource};
 use crate::features::{FEATURE_NAMES, SubjectFeatures};
 use crate::http::AppState;
@@ -163,7 +163,7 @@ pub async fn subject(
     Path(user): Path<String>,
     query: Result<Query<SubjectParams>, QueryRejection>,
 ) -> Result<Json<SubjectView>, Problem> {
-    let Query(query) = query.map_err(|e| Problem::bad_request(e.body_text()))?;
+    let Query(query) = query.map_err(query_problem)?;
     let subject = named_subject(&state, &user, query.hashed)?;
     if let Some(endpoint) = &query.endpoint {
         if endpoint.is_empty() || endpoint.len() > MAX_ENDPOINT_BYTES {

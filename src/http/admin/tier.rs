@@ -4,7 +4,7 @@
 //! the tier store is where checks without one look.
 
 use super::subject_name::{SubjectName, named_subject};
-use super::{Admin, present, store_problem};
+use super::{Admin, present, query_problem, store_problem};
 use crate::engine::SetTierError;
 use crate::http::AppState;
 use crate::http::body::JsonBody;
@@ -58,7 +58,7 @@ pub async fn put_tier(
     query: Result<Query<SubjectName>, QueryRejection>,
     JsonBody(body): JsonBody<TierBody>,
 ) -> Result<Json<TierView>, Problem> {
-    let Query(query) = query.map_err(|e| Problem::bad_request(e.body_text()))?;
+    let Query(query) = query.map_err(query_problem)?;
     let subject = named_subject(&state, &user, query.hashed)?;
     let tier = body.tier.ok_or_else(|| {
         Problem::bad_request(
