@@ -39,6 +39,11 @@ pub struct Listeners {
 pub enum ServeError {
     #[error("policy {path}:{}", errors.after_heading())]
     Policy { path: String, errors: PolicyErrors },
+    #[error("--envoy-config {}:{}", dir.display(), errors.after_heading())]
+    EnvoyConfig {
+        dir: std::path::PathBuf,
+        errors: crate::envoy_config::EnvoyConfigErrors,
+    },
     #[error(transparent)]
     Store(#[from] OpenError),
     #[error("cannot listen on {addr}")]
@@ -87,8 +92,8 @@ pub async fn run(
     let local = listeners.http.local_addr().map_err(ServeError::Serve)?;
     let grpc = listeners.grpc.local_addr().map_err(ServeError::Serve)?;
     tracing::info!(%grpc, "grpc rate limit service up");
-    // The store's URL with its password masked: the line says where decisions are counted.
-    let store = engine.policy().store.url.redacted();
+    // Scheme and hosts only, as the starting line names the store: where decisions are counted.
+    let store = engine.policy().store.url.location();
     tracing::info!(%local, %grpc, policy = %args.policy.display(), %store, "ratewarden listening");
     let app = router(AppState {
         engine: engine.clone(),
@@ -106,6 +111,13 @@ async fn build_engine(
     args: &ServeArgs,
     clock: Arc<dyn Clock>,
 ) -> Result<(Arc<Engine>, Arc<Metrics>), ServeError> {
+    // A folder named on the command line is blamed as such, not as the policy's.
+    if let Some(dir) = &args.envoy_config {
+        rules::load_envoy_folder(dir).map_err(|errors| ServeError::EnvoyConfig {
+            dir: dir.clone(),
+            errors,
+        })?;
+    }
     let rules = rules::load(&args.policy, args.envoy_config.as_deref()).map_err(|errors| {
         ServeError::Policy {
             path: args.policy.display().to_string(),

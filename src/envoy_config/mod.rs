@@ -205,6 +205,14 @@ impl EnvoyConfigErrors {
     pub fn lines(&self) -> Vec<String> {
         self.0.iter().map(ToString::to_string).collect()
     }
+
+    /// The errors after a heading ending in `:`: one on the heading's line, more one per line.
+    pub fn after_heading(&self) -> String {
+        match self.0.as_slice() {
+            [only] => format!(" {only}"),
+            _ => format!("\n{self}"),
+        }
+    }
 }
 
 impl fmt::Display for EnvoyConfigErrors {

@@ -103,9 +103,14 @@ pub fn router(state: AppState) -> Router {
 }
 
 async fn not_found(request: Request) -> Problem {
+    // A CONNECT names a host and port, and has no path to show.
+    let target = match request.uri().path() {
+        "" => request.uri().to_string(),
+        path => path.to_owned(),
+    };
     Problem::new(
         StatusCode::NOT_FOUND,
-        format!("no route for {} {}", request.method(), request.uri().path()),
+        format!("no route for {} {target}", request.method()),
     )
 }
 

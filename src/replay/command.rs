@@ -80,6 +80,8 @@ pub enum ReplayError {
     },
     #[error("drawing {path}: {message}")]
     Plot { path: PathBuf, message: String },
+    #[error("{path}: no folder {folder} to write it in")]
+    NoFolder { path: PathBuf, folder: PathBuf },
 }
 
 fn bar(len: u64, template: &str) -> ProgressBar {
@@ -97,6 +99,7 @@ pub fn run(args: &ReplayArgs) -> Result<Report, ReplayError> {
         errors: e.after_heading(),
     })?;
     refuse_header_for_combined(&args.logs, args.format, args.subject.as_ref())?;
+    refuse_missing_folders(args)?;
     for path in &args.logs {
         std::fs::metadata(path).map_err(|error| ReadError::Open {
             path: path.clone(),
@@ -177,6 +180,24 @@ fn sweep_rows(sweep: &Sweep, summaries: &[Summary]) -> Vec<SweepRow> {
         .iter()
         .filter_map(|v| summary_at(*v).map(SweepRow::of))
         .collect()
+}
+
+/// An output whose folder is missing is refused before the replay, not after it.
+fn refuse_missing_folders(args: &ReplayArgs) -> Result<(), ReplayError> {
+    let outputs = [&args.report, &args.plot, &args.decisions];
+    for path in outputs.into_iter().flatten() {
+        let folder = match path.parent() {
+            Some(folder) if !folder.as_os_str().is_empty() => folder,
+            _ => continue,
+        };
+        if !folder.is_dir() {
+            return Err(ReplayError::NoFolder {
+                path: path.clone(),
+                folder: folder.to_path_buf(),
+            });
+        }
+    }
+    Ok(())
 }
 
 /// Writes `--report` and `--plot`, where asked for.

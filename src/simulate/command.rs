@@ -15,11 +15,28 @@ pub struct SimulateArgs {
     #[arg(long, default_value_t = 1)]
     pub seed: u64,
     /// Simulated time span.
-    #[arg(long, default_value = "1h", value_parser = parse_duration)]
+    #[arg(long, default_value = "1h", value_parser = time_span)]
     pub duration: Duration,
     /// Simulated subjects (users), 13 % of them abusive.
-    #[arg(long, default_value_t = 2000)]
+    #[arg(long, default_value_t = 2000, value_parser = subject_count)]
     pub subjects: usize,
+}
+
+/// A span of no time, or no subjects, would write an empty file that `train` and `replay`
+/// then refuse with a less helpful message: refused here instead.
+fn time_span(text: &str) -> Result<Duration, String> {
+    match parse_duration(text)? {
+        span if span.is_zero() => Err("a simulation needs a span longer than 0".to_string()),
+        span => Ok(span),
+    }
+}
+
+fn subject_count(text: &str) -> Result<usize, String> {
+    match text.parse::<usize>() {
+        Ok(0) => Err("a simulation needs at least 1 subject".to_string()),
+        Ok(count) => Ok(count),
+        Err(error) => Err(error.to_string()),
+    }
 }
 
 /// Writes the traffic and says what was written.

@@ -1,6 +1,7 @@
 //! The real binary: `--grpc-listen` and `--envoy-config` from the environment, hot reload of
 //! the envoy configuration with the policy (a bad file keeps the old one), and SIGTERM
-//! stopping both servers.
+//! stopping both servers; a bad folder named by `--envoy-config` is reported under
+//! that flag, not the policy.
 
 use crate::common::daemon::Daemon;
 use crate::harness::*;
@@ -91,4 +92,40 @@ async fn envoy_config_reloads_with_the_policy_and_a_bad_file_keeps_the_old() {
         .unwrap();
     assert!(status.success(), "{status:?}");
     assert!(std::net::TcpStream::connect(addr).is_err());
+}
+
+#[test]
+fn a_bad_envoy_config_folder_on_the_command_line_is_blamed_as_such() {
+    let dir = tempfile::tempdir().unwrap();
+    let policy = dir.path().join("policy.yaml");
+    std::fs::write(&policy, NATIVE_POLICY).unwrap();
+    let envoy = dir.path().join("envoy");
+    std::fs::create_dir(&envoy).unwrap();
+    limit_file(&envoy, "many");
+    let missing = dir.path().join("missing");
+    for (folder, reason) in [
+        (
+            &envoy,
+            "edge.yaml: descriptors[0].rate_limit.requests_per_unit: must be a number".to_owned(),
+        ),
+        (
+            &missing,
+            format!(
+                "{}: cannot read the folder: No such file or directory (os error 2)",
+                missing.display()
+            ),
+        ),
+    ] {
+        let out = std::process::Command::new(env!("CARGO_BIN_EXE_ratewarden"))
+            .args(["serve", "--listen", "127.0.0.1:0", "--policy"])
+            .arg(&policy)
+            .arg("--envoy-config")
+            .arg(folder)
+            .output()
+            .unwrap();
+        assert!(!out.status.success());
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        let expected = format!("error: --envoy-config {}: {reason}\n", folder.display());
+        assert!(stderr.ends_with(&expected), "{stderr}");
+    }
 }

@@ -219,6 +219,11 @@ async fn every_malformed_request_is_a_4xx_that_names_the_problem() {
 
     let reply = call(&app.router, Method::GET, "/nope", &[], "").await;
     reply.assert_problem(StatusCode::NOT_FOUND, "no route for GET /nope");
+    let reply = call(&app.router, Method::CONNECT, "example.com:443", &[], "").await;
+    reply.assert_problem(
+        StatusCode::NOT_FOUND,
+        "no route for CONNECT example.com:443",
+    );
     let reply = call(&app.router, Method::GET, "/v1/check", &[], "").await;
     reply.assert_problem(
         StatusCode::METHOD_NOT_ALLOWED,

@@ -67,6 +67,12 @@ fn the_start_up_line_tells_what_the_daemon_runs_with() {
         assert!(line.contains(&field), "{field:?} is not in {line}");
     }
     assert!(line.contains(" INFO "), "{line}");
+    // The listening line names the store as the starting line does.
+    let line = daemon.wait_for("ratewarden listening", Duration::from_secs(5));
+    assert!(
+        line.ends_with(&format!("store=redis://127.0.0.1:{port}")),
+        "{line}"
+    );
     // Decisions while the store is down: the password shows in no line about them either.
     let _ = check(daemon.addr, "alice", "/misc");
     sleep(Duration::from_millis(500));

@@ -1,5 +1,6 @@
 //! What `replay` refuses before replaying, each with its exact message: an empty, missing or
-//! unparsable input, a bad policy, a model it cannot read, a header subject for a combined log;
+//! unparsable input, a bad policy, a model it cannot read, a header subject for a combined log,
+//! an output in a missing folder;
 //! and a JSON line without the header its subject comes from is skipped as unparsable.
 
 use super::harness::{example_policy, replay, replay_report};
@@ -159,6 +160,34 @@ fn a_header_subject_is_refused_for_combined_logs_before_reading() {
         "error: --subject header:User-Agent reads the `headers` object of JSON lines, and {} is a combined log, which logs no request headers by name: use --subject ip or user, or a jsonl log",
         missing.display()
     ));
+}
+
+#[test]
+fn an_output_in_a_missing_folder_is_refused_before_replaying() {
+    let dir = tempfile::tempdir().unwrap();
+    let policy = example_policy();
+    // The log does not exist either: the folder is checked first, before any reading.
+    let log = dir.path().join("not-there.log");
+    for flag in ["--report", "--plot", "--decisions"] {
+        let folder = dir.path().join("no-such-folder");
+        let out = folder.join("out");
+        replay(
+            &[
+                "--policy",
+                policy.to_str().unwrap(),
+                "--log",
+                log.to_str().unwrap(),
+                flag,
+                out.to_str().unwrap(),
+            ],
+            &[],
+        )
+        .assert_fails_with(&format!(
+            "error: {}: no folder {} to write it in\n",
+            out.display(),
+            folder.display()
+        ));
+    }
 }
 
 #[test]

@@ -101,6 +101,15 @@ pub struct ScoringView {
     pub progress: String,
 }
 
+/// `8 of 20 requests` on the way; `1006 requests, scored from 20` once there.
+fn progress(requests: u64, min_requests: u64) -> String {
+    if requests < min_requests {
+        format!("{requests} of {min_requests} requests")
+    } else {
+        format!("{requests} requests, scored from {min_requests}")
+    }
+}
+
 /// One applicable limit and the subject's usage of it.
 #[derive(Debug, Serialize, ToSchema)]
 pub struct LimitView {
@@ -234,7 +243,7 @@ impl From<SubjectInspection> for SubjectView {
                 ScoringView {
                     requests,
                     min_requests: i.min_requests,
-                    progress: format!("{requests} of {} requests", i.min_requests),
+                    progress: progress(requests, i.min_requests),
                 }
             },
             threshold: i.threshold,
@@ -279,4 +288,17 @@ fn features_json(observed: Option<SubjectFeatures>) -> Map<String, Value> {
         map.insert((*name).into(), Value::from(value));
     }
     map
+}
+
+#[cfg(test)]
+mod tests {
+    use super::progress;
+
+    #[test]
+    fn progress_counts_up_to_the_minimum_then_says_the_subject_is_scored() {
+        assert_eq!(progress(0, 20), "0 of 20 requests");
+        assert_eq!(progress(19, 20), "19 of 20 requests");
+        assert_eq!(progress(20, 20), "20 requests, scored from 20");
+        assert_eq!(progress(1006, 20), "1006 requests, scored from 20");
+    }
 }
