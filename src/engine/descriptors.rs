@@ -23,6 +23,8 @@ pub enum DescriptorOutcome {
         name: String,
         unit: Unit,
     },
+    /// A native descriptor the policy cannot decide on: over limit, with why.
+    Refused(String),
 }
 
 /// The decision on a whole call.
@@ -34,16 +36,8 @@ pub struct DescriptorsDecision {
     pub outcomes: Vec<DescriptorOutcome>,
     /// The decision the call's rate limit headers show: the limit with the least remaining
     /// (ties: the shorter window), allowed as the call is, retrying when all its denials could
-    /// pass (never when a limit of 0 blocks it).
+    /// pass (never when a limit of 0 or a refused descriptor blocks it).
     pub headline: Option<Decision>,
-}
-
-/// A descriptor the policy cannot decide (an unknown tier, a bad address), with its index.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("descriptors[{index}]: {message}")]
-pub struct InvalidDescriptor {
-    pub index: usize,
-    pub message: String,
 }
 
 impl<S: Store> Engine<S> {
@@ -52,7 +46,7 @@ impl<S: Store> Engine<S> {
         &self,
         domain: &str,
         descriptors: &[DescriptorRequest<'_>],
-    ) -> Result<DescriptorsDecision, InvalidDescriptor> {
+    ) -> DescriptorsDecision {
         let started = quanta::Instant::now();
         let rules = self.rules();
         let (plans, label) = match rules.envoy.as_ref().and_then(|c| c.domain(domain)) {
@@ -60,7 +54,7 @@ impl<S: Store> Engine<S> {
                 self.plan_envoy_descriptors(&rules.policy, found, descriptors),
                 &*found.name,
             ),
-            None => (self.plan_native(descriptors).await?, "native"),
+            None => (self.plan_native(descriptors).await, "native"),
         };
         let (outcomes, admitted) = self.decide_descriptors(plans, label).await;
         self.metrics.observe_decision(Api::Grpc, started.elapsed());
@@ -75,19 +69,29 @@ impl<S: Store> Engine<S> {
             DescriptorOutcome::Blocked { name, .. } => Some(name.as_str()),
             _ => None,
         });
-        self.count_call(&decisions, blocked_by, label);
-        let headline = headline(&decisions, admitted, blocked_by.is_some());
-        Ok(DescriptorsDecision {
+        let refused = outcomes
+            .iter()
+            .any(|o| matches!(o, DescriptorOutcome::Refused(_)));
+        self.count_call(&decisions, blocked_by, refused, label);
+        let headline = headline(&decisions, admitted, blocked_by.is_some() || refused);
+        DescriptorsDecision {
             admitted,
             outcomes,
             headline,
-        })
+        }
     }
 
     /// Counts a call once, as HTTP counts a request: by the descriptor that denied, else a
     /// limit of 0 that blocked it, else one that would have denied in shadow, else the one with
-    /// the least remaining; a call with no limit at all counts as allowed by rule `none`.
-    fn count_call(&self, decisions: &[&Decision], blocked_by: Option<&str>, domain: &str) {
+    /// the least remaining; a call with no limit at all counts as allowed by rule `none`. A call
+    /// a refused descriptor denied is counted as refused only, as HTTP counts no 400.
+    fn count_call(
+        &self,
+        decisions: &[&Decision],
+        blocked_by: Option<&str>,
+        refused: bool,
+        domain: &str,
+    ) {
         let denied = decisions.iter().find(|d| !d.allowed);
         let limited = || {
             decisions
@@ -102,6 +106,7 @@ impl<S: Store> Engine<S> {
         match (denied, blocked_by) {
             (Some(d), _) => self.count(d),
             (None, Some(rule)) => self.count_without_decision(rule, domain, false),
+            (None, None) if refused => {}
             (None, None) => match limited() {
                 Some(d) => self.count(d),
                 None => self.count_without_decision("none", domain, true),
@@ -109,33 +114,43 @@ impl<S: Store> Engine<S> {
         }
     }
 
-    /// Native descriptors as planned check requests (`Unmatched` for one without a subject).
-    async fn plan_native(
-        &self,
-        descriptors: &[DescriptorRequest<'_>],
-    ) -> Result<Vec<DescriptorPlan>, InvalidDescriptor> {
+    /// Native descriptors as planned check requests (`Unmatched` for one without a subject,
+    /// `Refused` for one the policy cannot decide on).
+    async fn plan_native(&self, descriptors: &[DescriptorRequest<'_>]) -> Vec<DescriptorPlan> {
         let mut plans = Vec::with_capacity(descriptors.len());
         for (index, descriptor) in descriptors.iter().enumerate() {
-            let invalid = |message: String| InvalidDescriptor { index, message };
-            let Some(native) =
-                native::request(&descriptor.entries, descriptor.cost).map_err(invalid)?
-            else {
-                plans.push(DescriptorPlan::Unmatched);
-                continue;
+            let plan = match self.plan_one_native(descriptor).await {
+                Ok(plan) => plan,
+                Err(problem) => {
+                    self.metrics.envoy_refused.inc();
+                    // Debug only: the values are the client's, and a client can send many.
+                    tracing::debug!(%problem, "native descriptors[{index}] refused");
+                    DescriptorPlan::Refused(format!("descriptors[{index}]: {problem}"))
+                }
             };
-            let check = &native.request;
-            let stored = self.stored_tier_of(check).await;
-            let endpoint = if native.has_endpoint {
-                EndpointChoice::Matching
-            } else {
-                EndpointChoice::Default
-            };
-            let plan = self
-                .plan(check, stored.as_deref(), endpoint)
-                .map_err(|e| invalid(e.to_string()))?;
-            plans.push(DescriptorPlan::Limited(Box::new(plan)));
+            plans.push(plan);
         }
-        Ok(plans)
+        plans
+    }
+
+    async fn plan_one_native(
+        &self,
+        descriptor: &DescriptorRequest<'_>,
+    ) -> Result<DescriptorPlan, String> {
+        let Some(native) = native::request(&descriptor.entries, descriptor.cost)? else {
+            return Ok(DescriptorPlan::Unmatched);
+        };
+        let check = &native.request;
+        let stored = self.stored_tier_of(check).await;
+        let endpoint = if native.has_endpoint {
+            EndpointChoice::Matching
+        } else {
+            EndpointChoice::Default
+        };
+        let plan = self
+            .plan(check, stored.as_deref(), endpoint)
+            .map_err(|e| e.to_string())?;
+        Ok(DescriptorPlan::Limited(Box::new(plan)))
     }
 
     /// Decides the limited descriptors together; the others pass.
@@ -152,6 +167,10 @@ impl<S: Store> Engine<S> {
                 DescriptorPlan::Blocked { name, unit } => {
                     blocked = true;
                     Some(DescriptorOutcome::Blocked { name, unit })
+                }
+                DescriptorPlan::Refused(problem) => {
+                    blocked = true;
+                    Some(DescriptorOutcome::Refused(problem))
                 }
                 DescriptorPlan::Limited(plan) => {
                     limited.push(*plan);

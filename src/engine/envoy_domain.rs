@@ -46,6 +46,11 @@ pub(super) enum DescriptorPlan {
         name: String,
         unit: Unit,
     },
+    /// A native descriptor whose values the policy cannot decide on (an unknown tier, an
+    /// ambiguous path): it never passes, and nothing of the request is consumed. Failing the
+    /// call instead would let Envoy, which by default lets a request through when the service
+    /// errs, pass a client who sends such values.
+    Refused(String),
     /// No configured descriptor matches.
     Unmatched,
     /// Its limit is replaced by another limit of the same request (`replaces`).

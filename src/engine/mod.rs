@@ -41,7 +41,7 @@ use std::sync::Arc;
 pub use crate::policy::EndpointPath;
 pub use check::BatchError;
 pub use decision::{Decision, Reason};
-pub use descriptors::{DescriptorOutcome, DescriptorsDecision, InvalidDescriptor};
+pub use descriptors::{DescriptorOutcome, DescriptorsDecision};
 pub use envoy_domain::{DescriptorRequest, LimitOverride};
 pub use exemptions::{Exemption, Exemptions};
 pub use flag_admin::FlaggedSubject;

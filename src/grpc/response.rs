@@ -72,6 +72,13 @@ fn status(outcome: &DescriptorOutcome) -> DescriptorStatus {
                 ..Default::default()
             };
         }
+        // No limit to name: the descriptor was never weighed against one.
+        DescriptorOutcome::Refused(_) => {
+            return DescriptorStatus {
+                code: Code::OverLimit as i32,
+                ..Default::default()
+            };
+        }
         DescriptorOutcome::Decided(d) => d,
     };
     let code = if d.allowed { Code::Ok } else { Code::OverLimit };

@@ -37,8 +37,7 @@ impl RateLimitService for RateLimitGrpc {
         let decision = self
             .engine
             .check_descriptors(&request.domain, &descriptors)
-            .await
-            .map_err(|e| Status::invalid_argument(e.to_string()))?;
+            .await;
         Ok(Response::new(response::of(&decision)))
     }
 }

@@ -90,6 +90,7 @@ pub struct Metrics {
     pub policy_file_refused: IntGauge,
     pub reports: IntCounterVec,
     pub envoy_unmatched: IntCounterVec,
+    pub envoy_refused: IntCounter,
     /// The load sources' signals, targets and factors.
     pub load: LoadMetrics,
 }
@@ -174,6 +175,11 @@ const ENVOY_UNMATCHED: Family = Family {
     name: "ratewarden_envoy_unmatched_total",
     help: "Envoy descriptors that matched no limit, by domain (\"native\" for domains no envoy configuration file names)",
     labels: &["domain"],
+};
+const ENVOY_REFUSED: Family = Family {
+    name: "ratewarden_envoy_refused_total",
+    help: "Native Envoy descriptors answered OVER_LIMIT because the policy cannot decide on their values (a subject or endpoint it refuses, an unknown tier, a bad or missing address); each is logged at debug",
+    labels: &[],
 };
 const LOAD_FACTOR: Family = Family {
     name: "ratewarden_load_factor",
@@ -303,6 +309,7 @@ impl Metrics {
             config_reloads: CONFIG_RELOADS.counter_vec(&registry),
             reports: REPORTS.counter_vec(&registry),
             envoy_unmatched: ENVOY_UNMATCHED.counter_vec(&registry),
+            envoy_refused: ENVOY_REFUSED.int_counter(&registry),
             load_factor: LOAD_FACTOR.gauge(&registry),
             system_cpu_ratio: SYSTEM_CPU_RATIO.gauge(&registry),
             flagged_subjects: FLAGGED_SUBJECTS.int_gauge(&registry),

@@ -1,5 +1,6 @@
 //! Native descriptors (a domain no envoy configuration names): one check request each on the
-//! policy, read like forward auth; and malformed requests.
+//! policy, read like forward auth; malformed requests; and descriptors whose values the policy
+//! cannot decide on, which are over limit rather than an error Envoy would let through.
 
 use crate::harness::*;
 use tonic::Code;
@@ -137,24 +138,6 @@ async fn malformed_requests_are_invalid_argument_naming_the_problem() {
             "descriptors[0].hits_addend must be between 1 and 1000000, not 0",
         ),
         (
-            one("web", &[("user", "a"), ("tier", "gold")]),
-            "descriptors[0]: unknown tier \"gold\"",
-        ),
-        (
-            one("web", &[("user", "a"), ("ip", "not-an-ip")]),
-            "descriptors[0]: entry ip \"not-an-ip\" is not an IP address",
-        ),
-        (
-            one("web", &[("user", "a"), ("path", "/api//../export")]),
-            "descriptors[0]: the endpoint: the path is ambiguous: a `..` after `//` is \"/export\" \
-             where slashes are merged first (nginx, Go) and \"/api/export\" where they are not \
-             (RFC 3986); send the one you mean",
-        ),
-        (
-            one("web", &[("user", "a"), ("path", "/login")]),
-            "descriptors[0]: rule endpoints[1] (/login) counts per IP address (key: ip) and the request has no `ip`",
-        ),
-        (
             request(
                 "edge",
                 vec![with_override(
@@ -171,4 +154,76 @@ async fn malformed_requests_are_invalid_argument_naming_the_problem() {
         assert_eq!(status.code(), Code::InvalidArgument, "{message}");
         assert_eq!(status.message(), message);
     }
+}
+
+#[tokio::test]
+async fn a_descriptor_the_policy_cannot_decide_on_is_over_limit_and_consumes_nothing() {
+    let s = server().await;
+    let search = || descriptor(&[("user", "alice"), ("path", "/api/search")]);
+    let long_user = "u".repeat(513);
+    let long_path = format!("/{}", "a".repeat(2048));
+    let refusals: [&[(&str, &str)]; 6] = [
+        &[("user", "a"), ("tier", "gold")],
+        &[("user", "a"), ("ip", "not-an-ip")],
+        &[("user", "a"), ("path", "/api//../export")],
+        &[("user", "a"), ("path", "/login")],
+        &[("user", &long_user)],
+        &[("user", "a"), ("path", &long_path)],
+    ];
+    for (count, entries) in refusals.into_iter().enumerate() {
+        let r = s
+            .ask(request("web", vec![search(), descriptor(entries)]))
+            .await;
+        assert_eq!(r.overall_code, OVER_LIMIT, "{entries:?}");
+        // The good descriptor is OK and unconsumed; the refused one names no limit.
+        assert_eq!(r.statuses[0].code, OK);
+        assert_eq!(r.statuses[0].limit_remaining, 3);
+        assert_eq!(r.statuses[1].code, OVER_LIMIT);
+        assert_eq!(r.statuses[1].current_limit, None);
+        assert_eq!(r.statuses[1].limit_remaining, 0);
+        // It can never pass as sent: no Retry-After.
+        assert_eq!(header(&r, "retry-after"), None);
+        let metrics = s.metrics_text();
+        assert!(
+            metrics.contains(&format!("ratewarden_envoy_refused_total {}", count + 1)),
+            "{metrics}"
+        );
+        // Counted as refused only: no decision.
+        assert!(
+            metrics
+                .lines()
+                .filter(|l| l.starts_with("ratewarden_decisions_total{"))
+                .all(|l| l.ends_with(" 0")),
+            "{metrics}"
+        );
+    }
+    assert_eq!(
+        s.ask(one("web", &[("user", "alice"), ("path", "/api/search")]))
+            .await
+            .statuses[0]
+            .limit_remaining,
+        2
+    );
+}
+
+#[tokio::test]
+async fn the_reason_a_descriptor_is_refused_is_kept_with_its_index() {
+    use ratewarden::engine::{Cost, DescriptorOutcome, DescriptorRequest};
+    let s = server().await;
+    let refused = DescriptorRequest {
+        entries: vec![("user", "a"), ("path", "/api//../export")],
+        cost: Cost::ONE,
+        limit: None,
+    };
+    let decision = s.engine.check_descriptors("web", &[refused]).await;
+    assert!(!decision.admitted);
+    let DescriptorOutcome::Refused(problem) = &decision.outcomes[0] else {
+        panic!("{:?}", decision.outcomes);
+    };
+    assert_eq!(
+        problem,
+        "descriptors[0]: the endpoint: the path is ambiguous: a `..` after `//` is \"/export\" \
+         where slashes are merged first (nginx, Go) and \"/api/export\" where they are not \
+         (RFC 3986); send the one you mean"
+    );
 }
