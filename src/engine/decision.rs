@@ -86,7 +86,15 @@ pub struct Decision {
 
 impl Decision {
     pub fn from_applied(plan: Plan, applied: &Applied) -> Decision {
-        let findings = Findings::of(&plan, applied);
+        let costs: SmallVec<[u64; 4]> = applied.checks.iter().map(|_| plan.cost).collect();
+        Decision::from_applied_at(plan, applied, &costs)
+    }
+
+    /// [`Decision::from_applied`] where the store weighed each check at its own cost: in a
+    /// call decided jointly, two descriptors counting one limit are one check carrying both
+    /// costs, and a limit their sum can never fit denies as the quota, not as the load.
+    pub fn from_applied_at(plan: Plan, applied: &Applied, check_costs: &[u64]) -> Decision {
+        let findings = Findings::of(&plan, applied, check_costs);
         let head = findings.headline.map(|i| applied.checks[i].outcome);
         Decision {
             allowed: applied.admitted,
@@ -218,7 +226,7 @@ struct Findings {
 }
 
 impl Findings {
-    fn of(plan: &Plan, applied: &Applied) -> Findings {
+    fn of(plan: &Plan, applied: &Applied, check_costs: &[u64]) -> Findings {
         let resolved = &plan.resolved;
         let checks = &applied.checks;
         let enforced = |i: &usize| resolved.limit(*i).is_some_and(|l| !l.shadow);
@@ -228,9 +236,10 @@ impl Findings {
             .filter(enforced)
             .min_by_key(|&i| (checks[i].outcome.remaining, window(i)));
         let beyond_base_of = |i: usize| {
+            let cost = check_costs.get(i).copied().unwrap_or(plan.cost);
             resolved
                 .limit(i)
-                .is_some_and(|l| plan.cost > l.base_rate().capacity())
+                .is_some_and(|l| cost > l.base_rate().capacity())
         };
         let mut violated: SmallVec<[usize; 4]> = (0..checks.len())
             .filter(|i| enforced(i) && !checks[*i].outcome.allowed)

@@ -63,17 +63,19 @@ impl<S: Store> Engine<S> {
                     .map(|(plan, slots)| {
                         let checks: CheckResults =
                             slots.iter().map(|&j| applied.checks[j]).collect();
+                        let check_costs: Vec<u64> = slots.iter().map(|&j| costs[j]).collect();
                         let own = plan
                             .resolved
                             .limits()
                             .zip(&checks)
                             .all(|(limit, c)| limit.shadow || c.outcome.allowed);
-                        let mut d = Decision::from_applied(
+                        let mut d = Decision::from_applied_at(
                             plan,
                             &Applied {
                                 admitted: own,
                                 checks,
                             },
+                            &check_costs,
                         );
                         d.degraded = degraded;
                         d

@@ -168,9 +168,22 @@ async fn the_same_descriptor_twice_counts_twice() {
             descriptor(&[("tight", "dup")]),
         ],
     );
-    // A limit of 1 cannot hold both.
+    // A limit of 1 cannot hold both: as written, so the quota denies, not the load.
     let r = s.ask(twice).await;
     assert_eq!(r.overall_code, OVER_LIMIT);
+    let metrics = s.metrics_text();
+    assert!(
+        metrics
+            .contains(r#"ratewarden_rejections_total{reason="quota",rule="tight",tier="edge"} 1"#),
+        "{metrics}"
+    );
+    assert!(
+        metrics
+            .lines()
+            .filter(|l| l.contains(r#"reason="load""#))
+            .all(|l| l.ends_with(" 0")),
+        "{metrics}"
+    );
     assert_eq!(
         s.ask(one("edge", &[("tight", "dup")])).await.overall_code,
         OK
