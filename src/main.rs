@@ -31,7 +31,10 @@ fn main() -> ExitCode {
 }
 
 fn run(cli: Cli) -> anyhow::Result<ExitCode> {
-    if !matches!(cli.command, Command::Serve(_)) {
+    if matches!(
+        cli.command,
+        Command::CheckPolicy { .. } | Command::Simulate(_)
+    ) {
         end_quietly_when_the_reader_leaves();
     }
     match cli.command {
@@ -64,8 +67,9 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
 }
 
 /// `ratewarden check-policy dir | head -1` ends quietly when `head` closes the pipe, as other
-/// Unix tools do: Rust ignores SIGPIPE, so the next print would panic. Not for `serve`, whose
-/// writes to clients that hang up must fail as errors, not end the process.
+/// Unix tools do: Rust ignores SIGPIPE, so the next print would panic. Only for the commands
+/// whose output is all they do: `serve`'s writes to clients that hang up must fail as errors,
+/// and `train` and `replay` print without panicking and still write their files.
 #[cfg(unix)]
 fn end_quietly_when_the_reader_leaves() {
     // SAFETY: called before any thread is started, with a disposition SIGPIPE accepts.

@@ -1,6 +1,7 @@
 //! The CLI's safer defaults: `check-policy` loads the model a policy names, and `train` names
 //! its output, never overwrites without `--force`, runs from any folder and says when its
-//! figures mean little.
+//! figures mean little; `train` and `replay` write their files when the reader of their output
+//! has left.
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
@@ -143,4 +144,158 @@ fn train_runs_without_a_policy_in_the_folder_and_warns_on_few_abusers() {
         &["train", "--data", "t.jsonl", "--out", "m.json", "--force"],
     );
     assert!(again.status.success(), "{}", text(&again.stderr));
+}
+
+/// `ratewarden ARGS` in `dir` whose reader has left before reading anything (`| head -0`).
+fn with_stdout_closed(dir: &Path, args: &[&str]) -> Output {
+    let mut child = Command::new(env!("CARGO_BIN_EXE_ratewarden"))
+        .args(args)
+        .current_dir(dir)
+        .env_remove("RATEWARDEN_POLICY")
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("the binary runs");
+    drop(child.stdout.take());
+    child.wait_with_output().expect("the binary ends")
+}
+
+#[test]
+fn train_and_replay_write_their_files_when_the_reader_has_left() {
+    let dir = tempfile::tempdir().unwrap();
+    let simulated = ratewarden(
+        dir.path(),
+        &[
+            "simulate",
+            "--out",
+            "t.jsonl",
+            "--seed",
+            "3",
+            "--duration",
+            "15m",
+            "--subjects",
+            "150",
+        ],
+    );
+    assert!(simulated.status.success(), "{}", text(&simulated.stderr));
+    let trained = with_stdout_closed(
+        dir.path(),
+        &["train", "--data", "t.jsonl", "--out", "m.json"],
+    );
+    let stderr = text(&trained.stderr);
+    assert!(trained.status.success(), "{stderr}");
+    assert!(!stderr.contains("panicked"), "{stderr}");
+    assert!(dir.path().join("m.json").exists());
+
+    let policy = Path::new(env!("CARGO_MANIFEST_DIR")).join("ratewarden.yaml");
+    let replayed = with_stdout_closed(
+        dir.path(),
+        &[
+            "replay",
+            "--policy",
+            policy.to_str().unwrap(),
+            "--log",
+            "t.jsonl",
+            "--report",
+            "r.json",
+        ],
+    );
+    let stderr = text(&replayed.stderr);
+    assert!(replayed.status.success(), "{stderr}");
+    assert!(!stderr.contains("panicked"), "{stderr}");
+    assert!(dir.path().join("r.json").exists());
+}
+
+#[test]
+fn train_refuses_what_would_fail_after_the_fit_before_reading_the_data() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::create_dir(dir.path().join("a-folder")).unwrap();
+    // The data file does not exist: each refusal comes before it is opened.
+    let cases: [(&[&str], &str); 6] = [
+        (
+            &["--out", "missing/m.json"],
+            "error: missing/m.json: no folder missing to write it in\n",
+        ),
+        (
+            &["--out", "a-folder", "--force"],
+            "error: a-folder is a folder; --out names the model file\n",
+        ),
+        (
+            &["--out", "m.json", "--reliability-plot", "missing/r.png"],
+            "error: missing/r.png: no folder missing to write it in\n",
+        ),
+        (
+            &["--out", "m.json", "--evaluate-on", "fresh.jsonl"],
+            "error: cannot open fresh.jsonl: No such file or directory (os error 2)\n",
+        ),
+        (
+            &["--out", "m.json", "--kind", "gmm", "--pairs"],
+            "error: --pairs and --ignore-feature apply to the logistic kind only\n",
+        ),
+        (
+            &[
+                "--out",
+                "m.json",
+                "--kind",
+                "gmm",
+                "--ignore-feature",
+                "limit_usage",
+            ],
+            "error: --pairs and --ignore-feature apply to the logistic kind only\n",
+        ),
+    ];
+    for (args, message) in cases {
+        let mut all = vec!["train", "--data", "absent.jsonl"];
+        all.extend_from_slice(args);
+        let out = ratewarden(dir.path(), &all);
+        assert_eq!(out.status.code(), Some(1), "{args:?}");
+        assert_eq!(text(&out.stderr), message, "{args:?}");
+    }
+    let out = ratewarden(
+        dir.path(),
+        &[
+            "train",
+            "--data",
+            "absent.jsonl",
+            "--out",
+            "m.json",
+            "--components",
+            "17",
+        ],
+    );
+    assert_eq!(out.status.code(), Some(2));
+    assert!(
+        text(&out.stderr).contains(
+            "invalid value '17' for '--components <COMPONENTS>': a mixture has 1 to 16 components"
+        ),
+        "{}",
+        text(&out.stderr)
+    );
+}
+
+#[test]
+fn train_refuses_data_labelled_in_part() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(
+        dir.path().join("t.jsonl"),
+        concat!(
+            r#"{"ts": 1795334400, "user": "a", "endpoint": "/", "label": "abuse"}"#,
+            "\n",
+            r#"{"ts": 1795334401, "user": "b", "endpoint": "/"}"#,
+            "\n",
+        ),
+    )
+    .unwrap();
+    let out = ratewarden(
+        dir.path(),
+        &["train", "--data", "t.jsonl", "--out", "m.json"],
+    );
+    assert_eq!(out.status.code(), Some(1));
+    assert!(
+        text(&out.stderr).ends_with(
+            "error: 1 of 2 lines have no `label`: the logistic kind needs every line labelled (an unlabelled line would count as normal)\n"
+        ),
+        "{}",
+        text(&out.stderr)
+    );
 }

@@ -455,3 +455,41 @@ fn leave_one_archetype_out_scores_each_archetype_with_a_model_fitted_without_it(
     assert_eq!(e.features[2].contribution, Some(0.0));
     assert_eq!(e.features[7].contribution, Some(0.0));
 }
+
+/// A stray line from 1970 (a `ts` of 0, or milliseconds read as seconds the other way) once
+/// made training step through 56 years of one-second cycles. Idle cycles are skipped, and the
+/// samples of the real traffic are the same as without the stray line.
+#[test]
+fn a_stray_line_decades_before_the_traffic_changes_no_sample() {
+    let run = small_run(5, 40, 15);
+    let mut with_stray = run.clone();
+    with_stray.insert(
+        0,
+        TrafficRecord {
+            ts: 0.0,
+            user: "stray".to_owned(),
+            endpoint: "/".to_owned(),
+            ip: None,
+            tier: None,
+            status: None,
+            cost: None,
+            label: None,
+            archetype: None,
+        },
+    );
+    let shape = |samples: &Samples| -> Vec<(String, u64)> {
+        samples
+            .samples
+            .iter()
+            .map(|s| {
+                let user = &samples.subjects[s.subject as usize].user;
+                (user.clone(), s.requests)
+            })
+            .collect()
+    };
+    let plain = samples_of(&run);
+    let stray = samples_of(&with_stray);
+    assert!(!plain.samples.is_empty());
+    assert_eq!(shape(&stray), shape(&plain));
+    assert_eq!(features(&stray), features(&plain));
+}

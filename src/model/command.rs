@@ -41,8 +41,8 @@ pub struct TrainArgs {
     /// `anomaly.threshold`].
     #[arg(long)]
     pub threshold: Option<f64>,
-    /// Gaussians in a `gmm` model.
-    #[arg(long, default_value_t = 4)]
+    /// Gaussians in a `gmm` model (1 to 16).
+    #[arg(long, default_value_t = 4, value_parser = component_count)]
     pub components: usize,
     /// Also weigh pairs of features (`x_i · x_j`) in a `logistic` model: it can then tell
     /// combinations apart, and extrapolates more boldly from them.
@@ -88,6 +88,27 @@ pub enum TrainCommandError {
     Save(#[from] ModelError),
     #[error("cannot draw {0}: {1}")]
     Plot(PathBuf, String),
+    #[error("{path}: no folder {folder} to write it in")]
+    NoFolder { path: PathBuf, folder: PathBuf },
+    #[error("{0} is a folder; --out names the model file")]
+    OutIsFolder(PathBuf),
+    #[error("{0} apply to the logistic kind only")]
+    LogisticOnly(&'static str),
+    #[error(
+        "{unlabelled} of {lines} lines have no `label`: the logistic kind needs every line labelled (an unlabelled line would count as normal)"
+    )]
+    PartlyLabelled { unlabelled: usize, lines: usize },
+}
+
+fn component_count(text: &str) -> Result<usize, String> {
+    match text.parse::<usize>() {
+        Ok(n) if (1..=super::mixture::MAX_COMPONENTS).contains(&n) => Ok(n),
+        Ok(_) => Err(format!(
+            "a mixture has 1 to {} components",
+            super::mixture::MAX_COMPONENTS
+        )),
+        Err(error) => Err(error.to_string()),
+    }
 }
 
 /// A feature's column from its name.
@@ -112,15 +133,14 @@ fn bar(len: u64, template: &str) -> ProgressBar {
 }
 
 pub fn run(args: &TrainArgs) -> Result<TrainReport, TrainCommandError> {
-    if args.out.exists() && !args.force {
-        return Err(TrainCommandError::WouldOverwrite(args.out.clone()));
-    }
+    refuse_before_training(args)?;
     let policy = training_policy(args.policy.as_deref())?;
     let threshold = args.threshold.unwrap_or(policy.adaptive.anomaly.threshold);
     if !(0.0..=1.0).contains(&threshold) {
         return Err(TrainCommandError::Threshold);
     }
     let traffic = read_traffic(&args.data)?;
+    refuse_partly_labelled(args.kind, &traffic)?;
     let options = SampleOptions::from_policy(&policy, DEFAULT_EVERY);
     let samples = replay_into_samples(policy.clone(), &traffic, &options)?;
     print_data(&samples, &options);
@@ -137,16 +157,59 @@ pub fn run(args: &TrainArgs) -> Result<TrainReport, TrainCommandError> {
     if let Some(path) = &args.reliability_plot {
         super::reliability::draw(&report.held_out, path)
             .map_err(|problem| TrainCommandError::Plot(path.clone(), problem))?;
-        println!("wrote the reliability diagram to {}", path.display());
+        say!("wrote the reliability diagram to {}", path.display());
     }
     report.model.save(&args.out)?;
-    println!(
+    say!(
         "wrote {} ({} model, version {})",
         args.out.display(),
         report.model.kind(),
         report.model.version()
     );
     Ok(report)
+}
+
+/// What would fail only after the fit, refused before it: the fit is the slow part.
+fn refuse_before_training(args: &TrainArgs) -> Result<(), TrainCommandError> {
+    if args.out.is_dir() {
+        return Err(TrainCommandError::OutIsFolder(args.out.clone()));
+    }
+    if args.out.exists() && !args.force {
+        return Err(TrainCommandError::WouldOverwrite(args.out.clone()));
+    }
+    if args.kind == ModelKind::Gmm && (args.pairs || !args.ignore_feature.is_empty()) {
+        return Err(TrainCommandError::LogisticOnly(
+            "--pairs and --ignore-feature",
+        ));
+    }
+    let outputs = std::iter::once(&args.out).chain(&args.reliability_plot);
+    for path in outputs {
+        if let Some(folder) = path.parent().filter(|f| !f.as_os_str().is_empty())
+            && !folder.is_dir()
+        {
+            return Err(TrainCommandError::NoFolder {
+                path: path.clone(),
+                folder: folder.to_path_buf(),
+            });
+        }
+    }
+    for path in &args.evaluate_on {
+        std::fs::metadata(path).map_err(|error| TrainCommandError::Open {
+            path: path.clone(),
+            error,
+        })?;
+    }
+    Ok(())
+}
+
+/// A logistic fit on data labelled in part would take every unlabelled line as normal.
+fn refuse_partly_labelled(kind: ModelKind, traffic: &Traffic) -> Result<(), TrainCommandError> {
+    let unlabelled = traffic.records.iter().filter(|r| r.label.is_none()).count();
+    let lines = traffic.records.len();
+    if kind == ModelKind::Logistic && unlabelled > 0 && unlabelled < lines {
+        return Err(TrainCommandError::PartlyLabelled { unlabelled, lines });
+    }
+    Ok(())
 }
 
 /// The policy named, else `./ratewarden.yaml`, else the one shipped with ratewarden (so

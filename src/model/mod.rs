@@ -15,6 +15,15 @@
 //! Scoring evaluates the stored parameters by hand (a few dozen multiplications a subject),
 //! so a control cycle scores 100,000 subjects in a few milliseconds.
 
+/// `println!` that never panics: `train | head` or a full disk must not cost the model being
+/// trained, which is written after the figures are printed.
+macro_rules! say {
+    ($($arg:tt)*) => {{
+        use std::io::Write as _;
+        let _ = writeln!(std::io::stdout().lock(), $($arg)*);
+    }};
+}
+
 mod archetypes;
 pub mod command;
 pub mod evaluate;

@@ -8,14 +8,14 @@ use super::train::TrainReport;
 
 /// What the replay gave: requests, denials and subjects, then the samples.
 pub fn print_data(samples: &Samples, options: &SampleOptions) {
-    println!(
+    say!(
         "data: {} requests ({:.1} % denied by the policy) from {} subjects; {} undecidable",
         samples.requests,
         100.0 * samples.denied as f64 / samples.requests.max(1) as f64,
         samples.subjects.len(),
         samples.undecidable,
     );
-    println!(
+    say!(
         "samples: {} ({})",
         samples.samples.len(),
         options.describe()
@@ -24,32 +24,40 @@ pub fn print_data(samples: &Samples, options: &SampleOptions) {
 
 pub fn print_report(report: &TrainReport) {
     let [fit, calibrate, held_out] = report.split;
-    println!(
+    say!(
         "split by subject (seed {}): {fit} fit, {calibrate} calibrate, {held_out} held out",
         report.model.training().map_or(0, |t| t.seed)
     );
     let e = &report.held_out;
-    println!(
+    say!(
         "held out: {} samples ({} abuse) from {} subjects",
         e.samples,
         e.abuse_samples,
         e.subjects.normal + e.subjects.abuse
     );
-    println!(
+    say!(
         "  threshold {:.2}: precision {:.4}  recall {:.4}  false positive rate {:.5}",
-        e.threshold, e.precision, e.recall, e.false_positive_rate
+        e.threshold,
+        e.precision,
+        e.recall,
+        e.false_positive_rate
     );
-    println!("  ROC AUC {:.4}", e.roc_auc);
-    println!(
+    say!("  ROC AUC {:.4}", e.roc_auc);
+    say!(
         "  subjects flagged: {}/{} abusive, {}/{} normal",
-        e.subjects.abuse_flagged, e.subjects.abuse, e.subjects.normal_flagged, e.subjects.normal
+        e.subjects.abuse_flagged,
+        e.subjects.abuse,
+        e.subjects.normal_flagged,
+        e.subjects.normal
     );
     match &report.uncalibrated {
-        Some(before) => println!(
+        Some(before) => say!(
             "  calibration (Platt): expected calibration error {:.4} (before {:.4}), Brier {:.4}",
-            e.expected_calibration_error, before.expected_calibration_error, e.brier
+            e.expected_calibration_error,
+            before.expected_calibration_error,
+            e.brier
         ),
-        None => println!(
+        None => say!(
             "  score = share of training traffic more typical; expected calibration error \
              (as a probability, not its meaning) {:.4}",
             e.expected_calibration_error
@@ -64,9 +72,9 @@ pub fn print_report(report: &TrainReport) {
         );
     }
     if !report.archetypes.is_empty() {
-        println!("  archetype            label   subjects flagged   samples flagged");
+        say!("  archetype            label   subjects flagged   samples flagged");
         for a in &report.archetypes {
-            println!(
+            say!(
                 "  {:<20} {:<7} {:>8} {:>7} {:>9} {:>7}",
                 a.archetype,
                 if a.abuse { "abuse" } else { "normal" },
@@ -80,21 +88,23 @@ pub fn print_report(report: &TrainReport) {
 }
 
 fn print_bins(e: &Evaluation) {
-    println!("  score bin    samples  mean score  abuse share");
+    say!("  score bin    samples  mean score  abuse share");
     for b in e.calibration.iter().filter(|b| b.samples > 0) {
-        println!(
+        say!(
             "  {:.1}-{:.1} {:>11}  {:>10.3}  {:>11.3}",
-            b.from, b.to, b.samples, b.mean_score, b.abuse_share
+            b.from,
+            b.to,
+            b.samples,
+            b.mean_score,
+            b.abuse_share
         );
     }
 }
 
 fn print_thresholds(e: &Evaluation) {
-    println!(
-        "  threshold  precision  recall  false positive rate  subjects flagged (abusive, normal)"
-    );
+    say!("  threshold  precision  recall  false positive rate  subjects flagged (abusive, normal)");
     for row in &e.thresholds {
-        println!(
+        say!(
             "  {:>9.2}  {:>9.4}  {:>6.4}  {:>19.5}  {:>8} {:>7}",
             row.threshold,
             row.precision,
@@ -109,13 +119,15 @@ fn print_thresholds(e: &Evaluation) {
 /// One table of graded results: per archetype, subjects whose score reached each grade, and
 /// those the daemon would flag (the novelty rule applied).
 pub fn print_graded(title: &str, rows: &[Graded]) {
-    println!("{title}");
-    println!(
+    say!("{title}");
+    say!(
         "  archetype                  label   subjects  score over {:.2} / {:.2} / {:.2}  flagged (novelty rule)  median max score",
-        GRADES[0], GRADES[1], GRADES[2]
+        GRADES[0],
+        GRADES[1],
+        GRADES[2]
     );
     for g in rows {
-        println!(
+        say!(
             "  {:<26} {:<7} {:>8}  {:>8} / {:>4} / {:>4}  {:>8} / {:>4} / {:>4}  {:>16.3}",
             g.archetype,
             if g.abuse { "abuse" } else { "normal" },
@@ -135,7 +147,7 @@ pub fn print_graded(title: &str, rows: &[Graded]) {
     let flagged: u64 = normal.iter().map(|g| g.enforced[1]).sum();
     let recall_over = abuse.iter().map(|g| g.share(1)).sum::<f64>() / archetypes;
     let recall = abuse.iter().map(|g| g.enforced_share(1)).sum::<f64>() / archetypes;
-    println!(
+    say!(
         "  at {:.2}: {flagged} normal subjects flagged ({over} scored over it); abuse recall {recall:.3} ({recall_over:.3} by score alone) averaged over {} abusive archetypes",
         GRADES[1],
         abuse.len()

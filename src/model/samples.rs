@@ -123,6 +123,13 @@ pub async fn feature_samples(
     for (done, record) in records.iter().enumerate() {
         now = now.max(at_micros(record.ts));
         while now >= next_cycle {
+            if sampler.idle() {
+                // Nothing left to sample until `now`: skip those cycles rather than run them
+                // one by one (a stray `ts` of 0 would be 1.7 billion of them).
+                let idle_cycles = (now - next_cycle) / interval;
+                sampler.cycles += idle_cycles;
+                next_cycle += idle_cycles * interval;
+            }
             sampler.cycle(next_cycle);
             next_cycle += interval;
         }
@@ -192,6 +199,11 @@ impl<'a> Sampler<'a> {
         if self.cycles % self.cycles_per_sample == 0 {
             self.sample(at);
         }
+    }
+
+    /// Nothing in the window and no subject remembered: a cycle now changes nothing.
+    fn idle(&self) -> bool {
+        self.window.is_empty() && self.recorder.tracked() == 0
     }
 
     /// A sample of each subject with `min_requests` in the window.

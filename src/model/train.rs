@@ -35,7 +35,9 @@ pub enum TrainError {
     NoSamples,
     #[error("the logistic kind needs labelled traffic (a `label` on each line)")]
     Unlabelled,
-    #[error("the logistic kind needs both normal and abusive subjects in the data")]
+    #[error(
+        "the logistic kind needs normal and abusive subjects with at least min_requests in a window in both the fitting and the calibration part (60 % and 20 % of the subjects, split by --seed), and one of them has only one kind: train on more abusive subjects, or try another --seed"
+    )]
     OneClass,
     #[error("components must be 1 to {MAX_COMPONENTS}")]
     Components,

@@ -80,6 +80,8 @@ pub enum ReplayError {
     },
     #[error("drawing {path}: {message}")]
     Plot { path: PathBuf, message: String },
+    #[error("printing the table: {0}")]
+    Stdout(std::io::Error),
     #[error("{path}: no folder {folder} to write it in")]
     NoFolder { path: PathBuf, folder: PathBuf },
 }
@@ -141,7 +143,7 @@ pub fn run(args: &ReplayArgs) -> Result<Report, ReplayError> {
             .as_ref()
             .map(|sweep| sweep_rows(sweep, &summaries)),
     };
-    print!("{}", table::render(&report));
+    print_table(&table::render(&report))?;
     write_files(args, &report)?;
     Ok(report)
 }
@@ -180,6 +182,19 @@ fn sweep_rows(sweep: &Sweep, summaries: &[Summary]) -> Vec<SweepRow> {
         .iter()
         .filter_map(|v| summary_at(*v).map(SweepRow::of))
         .collect()
+}
+
+/// The table on stdout. A reader that left (`replay | head`) still gets `--report` and the
+/// other files written; any other failure to print is an error, not a panic.
+fn print_table(table: &str) -> Result<(), ReplayError> {
+    use std::io::Write as _;
+    let mut out = std::io::stdout().lock();
+    match out.write_all(table.as_bytes()).and_then(|()| out.flush()) {
+        Err(error) if error.kind() != std::io::ErrorKind::BrokenPipe => {
+            Err(ReplayError::Stdout(error))
+        }
+        _ => Ok(()),
+    }
 }
 
 /// An output whose folder is missing is refused before the replay, not after it.

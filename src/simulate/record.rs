@@ -73,7 +73,12 @@ pub fn read_jsonl(
         if line.trim().is_empty() {
             continue;
         }
-        match serde_json::from_str::<TrafficRecord>(&line) {
+        // Windows tools start a UTF-8 file with a byte order mark.
+        let line = match index {
+            0 => line.strip_prefix('\u{feff}').unwrap_or(&line),
+            _ => &line,
+        };
+        match serde_json::from_str::<TrafficRecord>(line) {
             Ok(record) if record.ts.is_finite() => traffic.records.push(record),
             Ok(_) => traffic.skip(index + 1, "ts is not a finite number".into()),
             Err(e) => traffic.skip(index + 1, e.to_string()),

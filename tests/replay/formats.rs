@@ -1,5 +1,6 @@
 //! Input formats replay alike: gzip (recognised by its content) with RFC 3339 times gives the
-//! same decisions as plain JSON lines with numeric times, for a user or a header subject.
+//! same decisions as plain JSON lines with numeric times, for a user or a header subject, and
+//! so does a file that starts with a byte order mark.
 
 use super::harness::{example_policy, read_json, replay};
 use std::io::Write;
@@ -64,6 +65,12 @@ fn gzip_and_rfc3339_times_replay_like_plain_numeric_lines() {
     assert_eq!(a["summary"]["subjects"], 3);
     // The search rule (10 a minute, burst 5) per user: 40 requests in 10 s from 3 users.
     assert!(a["summary"]["denied"].as_u64().unwrap() > 0);
+    let bom_path = dir.path().join("bom.jsonl");
+    std::fs::write(&bom_path, format!("\u{feff}{plain}")).unwrap();
+    let c = summary_of(&bom_path, "user");
+    assert_eq!(c["inputs"][0]["format"], "jsonl");
+    assert_eq!(c["lines_skipped"], 0);
+    assert_eq!(a["summary"], c["summary"]);
     let by_header = summary_of(&gz_path, "header:X-Api-Key");
     assert_eq!(by_header["summary"]["subjects"], 2);
     assert_eq!(by_header["subject"], "header:X-Api-Key");
