@@ -19,6 +19,25 @@ fn text(bytes: &[u8]) -> String {
     String::from_utf8_lossy(bytes).into_owned()
 }
 
+/// `t.jsonl` in `dir`: 150 subjects over 15 minutes, enough to train on.
+fn simulate_small_run(dir: &Path) {
+    let simulated = ratewarden(
+        dir,
+        &[
+            "simulate",
+            "--out",
+            "t.jsonl",
+            "--seed",
+            "3",
+            "--duration",
+            "15m",
+            "--subjects",
+            "150",
+        ],
+    );
+    assert!(simulated.status.success(), "{}", text(&simulated.stderr));
+}
+
 fn shipped_model() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("models/abuse.json")
 }
@@ -107,21 +126,7 @@ fn train_names_a_missing_data_file_once() {
 #[test]
 fn train_runs_without_a_policy_in_the_folder_and_warns_on_few_abusers() {
     let dir = tempfile::tempdir().unwrap();
-    let simulated = ratewarden(
-        dir.path(),
-        &[
-            "simulate",
-            "--out",
-            "t.jsonl",
-            "--seed",
-            "3",
-            "--duration",
-            "15m",
-            "--subjects",
-            "150",
-        ],
-    );
-    assert!(simulated.status.success(), "{}", text(&simulated.stderr));
+    simulate_small_run(dir.path());
     let trained = ratewarden(
         dir.path(),
         &["train", "--data", "t.jsonl", "--out", "m.json"],
@@ -163,21 +168,7 @@ fn with_stdout_closed(dir: &Path, args: &[&str]) -> Output {
 #[test]
 fn train_and_replay_write_their_files_when_the_reader_has_left() {
     let dir = tempfile::tempdir().unwrap();
-    let simulated = ratewarden(
-        dir.path(),
-        &[
-            "simulate",
-            "--out",
-            "t.jsonl",
-            "--seed",
-            "3",
-            "--duration",
-            "15m",
-            "--subjects",
-            "150",
-        ],
-    );
-    assert!(simulated.status.success(), "{}", text(&simulated.stderr));
+    simulate_small_run(dir.path());
     let trained = with_stdout_closed(
         dir.path(),
         &["train", "--data", "t.jsonl", "--out", "m.json"],
