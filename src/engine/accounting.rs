@@ -11,19 +11,16 @@ impl<S: Store> Engine<S> {
         self.metrics.record_decision(&labels(decision));
     }
 
-    /// Counts an Envoy call no limit was checked for: allowed (no descriptor had a limit), or
+    /// Counts an Envoy call no limit was checked for: allowed (no descriptor had a limit),
     /// denied by a limit of 0 requests, which no request ever passes (`quota`, as a cost over
-    /// the base limit). `scope` is the `tier` label: the domain, or `native`.
-    pub(super) fn count_without_decision(&self, rule: &str, scope: &str, allowed: bool) {
+    /// the base limit), or shadow-denied by one in shadow mode. `scope` is the `tier` label:
+    /// the domain, or `native`.
+    pub(super) fn count_without_decision(&self, rule: &str, scope: &str, outcome: Outcome) {
         self.metrics.record_decision(&DecisionLabels {
             rule,
             tier: scope,
-            outcome: if allowed {
-                Outcome::Allowed
-            } else {
-                Outcome::Denied
-            },
-            reason: (!allowed).then_some(Reason::Quota.label()),
+            outcome,
+            reason: matches!(outcome, Outcome::Denied).then_some(Reason::Quota.label()),
             burst: false,
             near_limit: None,
         });

@@ -7,7 +7,7 @@ use super::native;
 use super::planner::EndpointChoice;
 use super::{Decision, DescriptorRequest, Engine};
 use crate::envoy_config::Unit;
-use crate::metrics::Api;
+use crate::metrics::{Api, Outcome};
 use crate::store::Store;
 
 /// What one descriptor came to.
@@ -25,6 +25,10 @@ pub enum DescriptorOutcome {
     },
     /// A native descriptor the policy cannot decide on: over limit, with why.
     Refused(String),
+    /// A limit of 0 requests in shadow mode: passes, and is counted as shadow-denied.
+    ShadowBlocked {
+        name: String,
+    },
 }
 
 /// The decision on a whole call.
@@ -72,7 +76,16 @@ impl<S: Store> Engine<S> {
         let refused = outcomes
             .iter()
             .any(|o| matches!(o, DescriptorOutcome::Refused(_)));
-        self.count_call(&decisions, blocked_by, refused, label);
+        let shadow_blocked_by = outcomes.iter().find_map(|o| match o {
+            DescriptorOutcome::ShadowBlocked { name } => Some(name.as_str()),
+            _ => None,
+        });
+        let blocks = Blocks {
+            blocked_by,
+            shadow_blocked_by,
+            refused,
+        };
+        self.count_call(&decisions, &blocks, label);
         let headline = headline(&decisions, admitted, blocked_by.is_some() || refused);
         DescriptorsDecision {
             admitted,
@@ -82,16 +95,11 @@ impl<S: Store> Engine<S> {
     }
 
     /// Counts a call once, as HTTP counts a request: by the descriptor that denied, else a
-    /// limit of 0 that blocked it, else one that would have denied in shadow, else the one with
-    /// the least remaining; a call with no limit at all counts as allowed by rule `none`. A call
-    /// a refused descriptor denied is counted as refused only, as HTTP counts no 400.
-    fn count_call(
-        &self,
-        decisions: &[&Decision],
-        blocked_by: Option<&str>,
-        refused: bool,
-        domain: &str,
-    ) {
+    /// limit of 0 that blocked it, else one that would have denied in shadow (a limit of 0 in
+    /// shadow mode among them), else the one with the least remaining; a call with no limit at
+    /// all counts as allowed by rule `none`. A call a refused descriptor denied is counted as
+    /// refused only, as HTTP counts no 400.
+    fn count_call(&self, decisions: &[&Decision], blocks: &Blocks<'_>, domain: &str) {
         let denied = decisions.iter().find(|d| !d.allowed);
         let limited = || {
             decisions
@@ -103,13 +111,21 @@ impl<S: Store> Engine<S> {
                     .min_by_key(|d| d.remaining))
                 .or(decisions.first())
         };
-        match (denied, blocked_by) {
+        match (denied, blocks.blocked_by) {
             (Some(d), _) => self.count(d),
-            (None, Some(rule)) => self.count_without_decision(rule, domain, false),
-            (None, None) if refused => {}
-            (None, None) => match limited() {
-                Some(d) => self.count(d),
-                None => self.count_without_decision("none", domain, true),
+            (None, Some(rule)) => self.count_without_decision(rule, domain, Outcome::Denied),
+            (None, None) if blocks.refused => {}
+            (None, None) => match (
+                decisions.iter().find(|d| d.shadow),
+                blocks.shadow_blocked_by,
+            ) {
+                (None, Some(rule)) => {
+                    self.count_without_decision(rule, domain, Outcome::ShadowDenied)
+                }
+                _ => match limited() {
+                    Some(d) => self.count(d),
+                    None => self.count_without_decision("none", domain, Outcome::Allowed),
+                },
             },
         }
     }
@@ -168,6 +184,9 @@ impl<S: Store> Engine<S> {
                     blocked = true;
                     Some(DescriptorOutcome::Blocked { name, unit })
                 }
+                DescriptorPlan::ShadowBlocked { name } => {
+                    Some(DescriptorOutcome::ShadowBlocked { name })
+                }
                 DescriptorPlan::Refused(problem) => {
                     blocked = true;
                     Some(DescriptorOutcome::Refused(problem))
@@ -203,6 +222,13 @@ impl<S: Store> Engine<S> {
             .collect();
         (outcomes, joint.admitted)
     }
+}
+
+/// What in a call passes no request: a limit of 0 (enforced or in shadow), a refused descriptor.
+struct Blocks<'a> {
+    blocked_by: Option<&'a str>,
+    shadow_blocked_by: Option<&'a str>,
+    refused: bool,
 }
 
 /// The decision HTTP would show for these decisions taken as one request.

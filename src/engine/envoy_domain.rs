@@ -51,6 +51,10 @@ pub(super) enum DescriptorPlan {
     /// call instead would let Envoy, which by default lets a request through when the service
     /// errs, pass a client who sends such values.
     Refused(String),
+    /// A limit of 0 requests in `shadow_mode`: it would deny, and passes.
+    ShadowBlocked {
+        name: String,
+    },
     /// No configured descriptor matches.
     Unmatched,
     /// Its limit is replaced by another limit of the same request (`replaces`).
@@ -84,7 +88,10 @@ impl<S: Store> Engine<S> {
                 }
                 let limit = match &f.kind {
                     Kind::Unlimited => return DescriptorPlan::Unlimited,
-                    Kind::Blocked { name, unit } => {
+                    Kind::Blocked {
+                        name, shadow: true, ..
+                    } => return DescriptorPlan::ShadowBlocked { name: name.clone() },
+                    Kind::Blocked { name, unit, .. } => {
                         return DescriptorPlan::Blocked {
                             name: name.clone(),
                             unit: *unit,
@@ -147,7 +154,11 @@ struct Found<'a> {
 
 enum Kind {
     Unlimited,
-    Blocked { name: String, unit: Unit },
+    Blocked {
+        name: String,
+        unit: Unit,
+        shadow: bool,
+    },
     Limited(Arc<Limit>),
 }
 
@@ -175,6 +186,7 @@ fn find<'a>(domain: &'a Domain, descriptor: &DescriptorRequest<'_>) -> Option<Fo
             None => Kind::Blocked {
                 name: configured.map_or_else(|| "override".to_owned(), |l| l.name.clone()),
                 unit: o.unit,
+                shadow: false,
             },
         };
         return Some(Found {
@@ -196,6 +208,7 @@ fn find<'a>(domain: &'a Domain, descriptor: &DescriptorRequest<'_>) -> Option<Fo
             kind: Kind::Blocked {
                 name: rule.shown.clone(),
                 unit: rule.unit,
+                shadow: rule.shadow,
             },
             name: rule.name.as_deref(),
             replaces: &rule.replaces,

@@ -190,14 +190,12 @@ fn rule(
     let (unit, algorithm) = (unit?, algorithm?);
     let shown = name.clone().unwrap_or_else(|| shown_path.to_owned());
     let Some(requests) = NonZeroU64::new(requests?) else {
-        if shadow {
-            return Some(Rule::Unlimited);
-        }
         return Some(Rule::Blocked(BlockRule {
             shown,
             unit,
             name,
             replaces,
+            shadow,
         }));
     };
     let id = limit_id(domain, tree_path, algorithm);

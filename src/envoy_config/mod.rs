@@ -108,6 +108,8 @@ pub struct BlockRule {
     pub unit: Unit,
     pub name: Option<String>,
     pub replaces: Vec<String>,
+    /// `shadow_mode`: it would deny every request, and denies none.
+    pub shadow: bool,
 }
 
 #[derive(Debug, Clone)]

@@ -61,6 +61,8 @@ fn status(outcome: &DescriptorOutcome) -> DescriptorStatus {
         // remaining is `u32::MAX` for `unlimited: true`, as in envoyproxy/ratelimit.
         DescriptorOutcome::Unlimited => return ok(u32::MAX),
         DescriptorOutcome::NoLimit => return ok(0),
+        // Shadow answers show no limit, as on HTTP.
+        DescriptorOutcome::ShadowBlocked { .. } => return ok(0),
         DescriptorOutcome::Blocked { name, unit } => {
             return DescriptorStatus {
                 code: Code::OverLimit as i32,

@@ -181,6 +181,43 @@ async fn unlimited_always_passes_and_shadow_never_denies() {
 }
 
 #[tokio::test]
+async fn a_limit_of_zero_in_shadow_mode_passes_and_is_counted_as_shadow_denied() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(
+        dir.path().join("edge.yaml"),
+        "domain: edge\ndescriptors:\n  - key: header_match\n    value: block-me\n    shadow_mode: true\n    rate_limit: { unit: second, requests_per_unit: 0, name: trial_block }\n  - key: remote_address\n    rate_limit: { unit: minute, requests_per_unit: 60 }\n",
+    )
+    .unwrap();
+    let s = start(policy_with(NATIVE_POLICY, Some(dir.path()))).await;
+    for _ in 0..3 {
+        let r = s.ask(one("edge", &[("header_match", "block-me")])).await;
+        assert_eq!(r.overall_code, OK);
+        assert_eq!(r.statuses[0].code, OK);
+        // Not the unlimited marker: a shadow answer shows no limit, and nothing remains.
+        assert_eq!(r.statuses[0].limit_remaining, 0);
+        assert_eq!(r.statuses[0].current_limit, None);
+    }
+    // Beside a limit that passes, the call still passes and counts as shadow-denied: 4 calls.
+    let both = request(
+        "edge",
+        vec![
+            descriptor(&[("header_match", "block-me")]),
+            descriptor(&[("remote_address", "192.0.2.9")]),
+        ],
+    );
+    let r = s.ask(both).await;
+    assert_eq!(r.overall_code, OK);
+    assert_eq!(r.statuses[1].limit_remaining, 59);
+    let metrics = s.metrics_text();
+    assert!(
+        metrics.contains(
+            "ratewarden_decisions_total{outcome=\"shadow_denied\",rule=\"trial_block\",tier=\"edge\"} 4"
+        ),
+        "{metrics}"
+    );
+}
+
+#[tokio::test]
 async fn replaces_drops_the_named_limit_when_both_apply() {
     let s = server().await;
     let both = || {
