@@ -55,6 +55,32 @@ fn sighup_and_file_changes_reload_and_a_broken_file_keeps_the_old_policy() {
     assert!(daemon.stop(Duration::from_secs(10)).success());
 }
 
+/// A ConfigMap volume: `policy.yaml` links to `..data/policy.yaml`, and an update writes a new
+/// folder and swaps the `..data` link to it, as Kubernetes' atomic writer does.
+#[cfg(unix)]
+#[test]
+fn a_configmap_update_swapping_the_data_link_reloads_the_policy() {
+    let dir = tempfile::tempdir().unwrap();
+    let version = |name: &str, text: &str| {
+        let folder = dir.path().join(name);
+        std::fs::create_dir(&folder).unwrap();
+        std::fs::write(folder.join("policy.yaml"), text).unwrap();
+    };
+    version("..v1", SHIPPED);
+    std::os::unix::fs::symlink("..v1", dir.path().join("..data")).unwrap();
+    let policy = dir.path().join("policy.yaml");
+    std::os::unix::fs::symlink("..data/policy.yaml", &policy).unwrap();
+    let mut daemon = Daemon::start(&policy, &[]);
+    daemon.wait_for("ratewarden listening", Duration::from_secs(20));
+
+    version("..v2", &SHIPPED.replace("requests: 100,", "requests: 150,"));
+    std::os::unix::fs::symlink("..v2", dir.path().join("..data_tmp")).unwrap();
+    std::fs::rename(dir.path().join("..data_tmp"), dir.path().join("..data")).unwrap();
+    daemon.wait_for("trigger=\"file change\"", Duration::from_secs(10));
+    daemon.wait_for("policy reloaded", Duration::from_secs(10));
+    assert!(daemon.stop(Duration::from_secs(10)).success());
+}
+
 /// The value of `ratewarden_policy_file_refused`.
 fn refused_gauge(daemon: &Daemon) -> String {
     let (status, text) = daemon.get("/metrics");

@@ -11,6 +11,7 @@
 //! which, with old and new values ([`changes`]).
 
 mod changes;
+mod watch;
 
 use crate::control::ModelSlot;
 use crate::engine::{Engine, Thresholds};
@@ -19,7 +20,6 @@ use crate::model::ModelError;
 use crate::policy::{Policy, PolicyErrors};
 use crate::rules;
 use crate::store::Backend;
-use notify::{RecursiveMode, Watcher};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
@@ -169,7 +169,7 @@ impl Reloader {
     /// returns (so a change right after start-up is not missed); reloads run on a task.
     pub fn spawn_watch(self) {
         let (tx, mut rx) = mpsc::channel::<&'static str>(16);
-        let watcher = self.watch_file(&self.path, "file change", tx.clone());
+        let watcher = watch::file(&self.path, "file change", tx.clone());
         let mut watches = Watches::default();
         self.follow(&mut watches, &tx);
         #[cfg(unix)]
@@ -217,7 +217,7 @@ impl Reloader {
         if model_moved {
             watches.model_watcher = model
                 .as_deref()
-                .and_then(|model| self.watch_file(model, "model change", tx.clone()));
+                .and_then(|model| watch::file(model, "model change", tx.clone()));
             if let Some(model) = &model {
                 tracing::info!(path = %model.display(), "watching the model file");
             }
@@ -232,44 +232,10 @@ impl Reloader {
         if envoy != watches.envoy {
             watches.envoy_watcher = envoy
                 .as_deref()
-                .and_then(|dir| watch_envoy_folder(dir, tx.clone()));
+                .and_then(|dir| watch::envoy_folder(dir, tx.clone()));
             watches.envoy = envoy;
         }
         model_moved
-    }
-
-    fn watch_file(
-        &self,
-        path: &Path,
-        trigger: &'static str,
-        tx: mpsc::Sender<&'static str>,
-    ) -> Option<notify::RecommendedWatcher> {
-        let file_name = path.file_name()?.to_owned();
-        let dir = path
-            .parent()
-            .filter(|d| !d.as_os_str().is_empty())
-            .unwrap_or(Path::new("."));
-        let mut watcher =
-            notify::recommended_watcher(move |event: notify::Result<notify::Event>| {
-                let Ok(event) = event else { return };
-                let ours = event
-                    .paths
-                    .iter()
-                    .any(|p| p.file_name() == Some(file_name.as_os_str()));
-                if ours && (event.kind.is_modify() || event.kind.is_create()) {
-                    let _ = tx.try_send(trigger);
-                }
-            })
-            .map_err(
-                |error| tracing::warn!(%error, file = trigger, "cannot watch a file; reload with SIGHUP"),
-            )
-            .ok()?;
-        // The folder, not the file: editors replace files by renaming a new one over them.
-        watcher
-            .watch(dir, RecursiveMode::NonRecursive)
-            .map_err(|error| tracing::warn!(%error, dir = %dir.display(), "cannot watch a folder; reload with SIGHUP"))
-            .ok()?;
-        Some(watcher)
     }
 }
 
@@ -280,33 +246,6 @@ struct Watches {
     model_watcher: Option<notify::RecommendedWatcher>,
     envoy: Option<PathBuf>,
     envoy_watcher: Option<notify::RecommendedWatcher>,
-}
-
-/// Watches an envoyproxy/ratelimit folder for YAML file changes.
-fn watch_envoy_folder(
-    dir: &Path,
-    tx: mpsc::Sender<&'static str>,
-) -> Option<notify::RecommendedWatcher> {
-    let mut watcher = notify::recommended_watcher(move |event: notify::Result<notify::Event>| {
-        let Ok(event) = event else { return };
-        let yaml = event
-            .paths
-            .iter()
-            .any(|p| p.extension().is_some_and(|e| e == "yaml" || e == "yml"));
-        let changed = event.kind.is_modify() || event.kind.is_create() || event.kind.is_remove();
-        if yaml && changed {
-            let _ = tx.try_send("envoy config change");
-        }
-    })
-    .map_err(
-        |error| tracing::warn!(%error, "cannot watch the envoy config folder; reload with SIGHUP"),
-    )
-    .ok()?;
-    watcher
-        .watch(dir, RecursiveMode::NonRecursive)
-        .map_err(|error| tracing::warn!(%error, "cannot watch the envoy config folder; reload with SIGHUP"))
-        .ok()?;
-    Some(watcher)
 }
 
 #[cfg(unix)]

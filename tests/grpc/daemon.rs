@@ -129,3 +129,37 @@ fn a_bad_envoy_config_folder_on_the_command_line_is_blamed_as_such() {
         assert!(stderr.ends_with(&expected), "{stderr}");
     }
 }
+
+/// A ConfigMap volume for the envoy folder: `edge.yaml` links to `..data/edge.yaml`, and an
+/// update swaps the `..data` link to a new folder.
+#[cfg(unix)]
+#[tokio::test]
+async fn a_configmap_update_swapping_the_data_link_reloads_the_envoy_folder() {
+    let envoy = tempfile::tempdir().unwrap();
+    let version = |name: &str, requests: &str| {
+        let folder = envoy.path().join(name);
+        std::fs::create_dir(&folder).unwrap();
+        limit_file(&folder, requests);
+    };
+    version("..v1", "5");
+    std::os::unix::fs::symlink("..v1", envoy.path().join("..data")).unwrap();
+    std::os::unix::fs::symlink("..data/edge.yaml", envoy.path().join("edge.yaml")).unwrap();
+    let (daemon, addr, _policy_dir) = start_daemon(envoy.path());
+    assert_eq!(limit_of(addr).await, Some(5));
+
+    version("..v2", "7");
+    std::os::unix::fs::symlink("..v2", envoy.path().join("..data_tmp")).unwrap();
+    std::fs::rename(envoy.path().join("..data_tmp"), envoy.path().join("..data")).unwrap();
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while limit_of(addr).await != Some(7) {
+        assert!(
+            Instant::now() < deadline,
+            "the swapped envoy folder was not loaded"
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    let status = tokio::task::spawn_blocking(move || daemon.stop(Duration::from_secs(10)))
+        .await
+        .unwrap();
+    assert!(status.success(), "{status:?}");
+}

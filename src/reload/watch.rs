@@ -1,0 +1,137 @@
+//! File watches that trigger a reload: the policy file, the model file, the envoy folder.
+//!
+//! Each watches the folder, not the file: editors replace a file by renaming a new one over
+//! it, and a Kubernetes ConfigMap volume never touches the file at all. There `policy.yaml` is a
+//! symlink to `..data/policy.yaml`, and an update swaps the `..data` symlink to a new folder, so
+//! an event on the name a symlink goes through counts as a change of the file.
+
+use notify::{RecursiveMode, Watcher};
+use std::ffi::OsString;
+use std::path::{Component, Path};
+use tokio::sync::mpsc;
+
+/// Watches `path` (and, when it is a symlink, the name it goes through) for changes; sends
+/// `trigger` on each.
+pub(super) fn file(
+    path: &Path,
+    trigger: &'static str,
+    tx: mpsc::Sender<&'static str>,
+) -> Option<notify::RecommendedWatcher> {
+    let file_name = path.file_name()?.to_owned();
+    let dir = folder_of(path).to_path_buf();
+    let watched = path.to_path_buf();
+    let watcher = notify::recommended_watcher(move |event: notify::Result<notify::Event>| {
+        let Ok(event) = event else { return };
+        if !(event.kind.is_modify() || event.kind.is_create()) {
+            return;
+        }
+        // Read at each event: the file may become a symlink, or point elsewhere, later.
+        let through = link_head(&watched);
+        let ours = event.paths.iter().any(|p| {
+            p.file_name()
+                .is_some_and(|n| n == file_name || through.as_deref() == Some(n))
+        });
+        if ours {
+            let _ = tx.try_send(trigger);
+        }
+    });
+    watch_folder(watcher, &dir, trigger)
+}
+
+/// Watches an envoyproxy/ratelimit folder for changes of its YAML files, or of a name one of
+/// them is a symlink through.
+pub(super) fn envoy_folder(
+    dir: &Path,
+    tx: mpsc::Sender<&'static str>,
+) -> Option<notify::RecommendedWatcher> {
+    let folder = dir.to_path_buf();
+    let watcher = notify::recommended_watcher(move |event: notify::Result<notify::Event>| {
+        let Ok(event) = event else { return };
+        let changed = event.kind.is_modify() || event.kind.is_create() || event.kind.is_remove();
+        if !changed {
+            return;
+        }
+        let yaml = |p: &Path| p.extension().is_some_and(|e| e == "yaml" || e == "yml");
+        let ours = event.paths.iter().any(|p| {
+            yaml(p)
+                || p.file_name()
+                    .is_some_and(|name| yaml_links_through(&folder, name))
+        });
+        if ours {
+            let _ = tx.try_send("envoy config change");
+        }
+    });
+    watch_folder(watcher, dir, "envoy config change")
+}
+
+fn watch_folder(
+    watcher: notify::Result<notify::RecommendedWatcher>,
+    dir: &Path,
+    what: &'static str,
+) -> Option<notify::RecommendedWatcher> {
+    let mut watcher = watcher
+        .map_err(|error| tracing::warn!(%error, what, "cannot watch; reload with SIGHUP"))
+        .ok()?;
+    watcher
+        .watch(dir, RecursiveMode::NonRecursive)
+        .map_err(|error| tracing::warn!(%error, dir = %dir.display(), "cannot watch a folder; reload with SIGHUP"))
+        .ok()?;
+    Some(watcher)
+}
+
+fn folder_of(path: &Path) -> &Path {
+    path.parent()
+        .filter(|d| !d.as_os_str().is_empty())
+        .unwrap_or(Path::new("."))
+}
+
+/// The first name of a symlink's relative target within its own folder (`..data` for a link
+/// to `..data/policy.yaml`); `None` for anything else.
+fn link_head(path: &Path) -> Option<OsString> {
+    let target = std::fs::read_link(path).ok()?;
+    match target.components().next()? {
+        Component::Normal(head) => Some(head.to_owned()),
+        _ => None,
+    }
+}
+
+/// Whether a YAML file of `dir` is a symlink through `name`.
+fn yaml_links_through(dir: &Path, name: &std::ffi::OsStr) -> bool {
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return false;
+    };
+    entries.flatten().any(|entry| {
+        let path = entry.path();
+        path.extension().is_some_and(|e| e == "yaml" || e == "yml")
+            && link_head(&path).as_deref() == Some(name)
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[cfg(unix)]
+    #[test]
+    fn a_configmap_style_link_is_followed_through_its_first_name() {
+        let dir = tempfile::tempdir().unwrap();
+        let data = dir.path().join("..2026_11_24_v1");
+        std::fs::create_dir(&data).unwrap();
+        std::fs::write(data.join("policy.yaml"), "x").unwrap();
+        std::os::unix::fs::symlink("..2026_11_24_v1", dir.path().join("..data")).unwrap();
+        let policy = dir.path().join("policy.yaml");
+        std::os::unix::fs::symlink("..data/policy.yaml", &policy).unwrap();
+        assert_eq!(link_head(&policy), Some(OsString::from("..data")));
+        assert!(yaml_links_through(
+            dir.path(),
+            std::ffi::OsStr::new("..data")
+        ));
+        assert!(!yaml_links_through(
+            dir.path(),
+            std::ffi::OsStr::new("other")
+        ));
+        let plain = dir.path().join("plain.yaml");
+        std::fs::write(&plain, "x").unwrap();
+        assert_eq!(link_head(&plain), None);
+    }
+}
