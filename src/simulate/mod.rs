@@ -151,26 +151,46 @@ impl Default for SimulateConfig {
 }
 
 /// How many subjects each archetype gets: by share, largest remainders first, each at
-/// least one when there are enough subjects.
+/// least one when there are enough subjects. The total is always `subjects`: when the
+/// minimums overshoot it (16 to 50 subjects), the archetypes furthest over their share give
+/// the surplus back.
 pub fn allocate(subjects: usize) -> Vec<(Archetype, usize)> {
+    let min = usize::from(subjects >= MIX.len());
     let mut counts: Vec<(Archetype, usize, f64)> = MIX
         .iter()
         .map(|&(a, share)| {
             let exact = share * subjects as f64;
-            let floor = exact.floor() as usize;
-            let min = usize::from(subjects >= MIX.len());
-            (a, floor.max(min), exact - floor as f64)
+            (a, (exact.floor() as usize).max(min), exact)
         })
         .collect();
     let mut left = subjects.saturating_sub(counts.iter().map(|c| c.1).sum());
     let mut order: Vec<usize> = (0..counts.len()).collect();
-    order.sort_by(|&a, &b| counts[b].2.total_cmp(&counts[a].2));
+    order.sort_by(|&a, &b| {
+        let remainder = |i: usize| counts[i].2 - counts[i].2.floor();
+        remainder(b).total_cmp(&remainder(a))
+    });
     for i in order.into_iter().cycle().take(subjects) {
         if left == 0 {
             break;
         }
         counts[i].1 += 1;
         left -= 1;
+    }
+    let mut surplus = counts
+        .iter()
+        .map(|c| c.1)
+        .sum::<usize>()
+        .saturating_sub(subjects);
+    while surplus > 0 {
+        let furthest_over = counts
+            .iter()
+            .enumerate()
+            .filter(|(_, c)| c.1 > min)
+            .max_by(|(_, a), (_, b)| (a.1 as f64 - a.2).total_cmp(&(b.1 as f64 - b.2)))
+            .map(|(i, _)| i);
+        let Some(i) = furthest_over else { break };
+        counts[i].1 -= 1;
+        surplus -= 1;
     }
     counts.into_iter().map(|(a, n, _)| (a, n)).collect()
 }
@@ -260,4 +280,28 @@ pub fn write_file(config: &SimulateConfig, path: &std::path::Path) -> std::io::R
     let file = std::fs::File::create(path)?;
     write_jsonl(std::io::BufWriter::new(file), &records)?;
     Ok(records.len())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_size_gets_exactly_its_subjects_and_every_archetype_from_16() {
+        for subjects in 1..=300 {
+            let counts = allocate(subjects);
+            assert_eq!(
+                counts.iter().map(|c| c.1).sum::<usize>(),
+                subjects,
+                "{subjects}"
+            );
+            if subjects >= MIX.len() {
+                assert!(counts.iter().all(|c| c.1 >= 1), "{subjects}: {counts:?}");
+            }
+        }
+        // The sizes the model card and the guides simulate keep their split.
+        let browsers = |n| allocate(n).into_iter().find(|c| c.0 == Archetype::Browser);
+        assert_eq!(browsers(2000), Some((Archetype::Browser, 600)));
+        assert_eq!(browsers(1000), Some((Archetype::Browser, 300)));
+    }
 }
