@@ -137,6 +137,17 @@ fn cluster_nodes(scheme: &str, list: &str) -> Result<Vec<String>, StoreUrlError>
         })
         .collect();
     urls.iter().try_for_each(|url| openable(url))?;
+    // The client would send SELECT, which a cluster refuses: only database 0 exists there.
+    for url in &urls {
+        let db = redis::IntoConnectionInfo::into_connection_info(url.as_str())
+            .map_or(0, |info| info.redis_settings().db());
+        if db != 0 {
+            return Err(StoreUrlError::Unopenable {
+                url: redacted(url),
+                reason: format!("a cluster has only database 0, not {db}"),
+            });
+        }
+    }
     Ok(urls)
 }
 
@@ -297,6 +308,11 @@ mod tests {
                 "redis+cluster://:pw@h1:70x0",
                 "redis://:***@h1:70x0",
                 "Redis URL did not parse",
+            ),
+            (
+                "redis+cluster://h1:7000/3,h2:7001",
+                "redis://h1:7000/3",
+                "a cluster has only database 0, not 3",
             ),
         ] {
             assert_eq!(
