@@ -35,11 +35,12 @@ pub(super) fn request<'a>(
     if user.is_empty() || user.len() > MAX_USER_BYTES {
         return Err(format!("the subject must be 1 to {MAX_USER_BYTES} bytes"));
     }
-    // The length is the one sent; normalising comes after.
-    let endpoint = find("endpoint").or_else(|| find("path")).map(path_of);
-    if endpoint.is_some_and(|e| e.len() > MAX_ENDPOINT_BYTES) {
+    // The length is the one sent, query included, as on HTTP; normalising comes after.
+    let sent = find("endpoint").or_else(|| find("path"));
+    if sent.is_some_and(|e| e.len() > MAX_ENDPOINT_BYTES) {
         return Err(format!("the endpoint is over {MAX_ENDPOINT_BYTES} bytes"));
     }
+    let endpoint = sent.map(path_of);
     let ip = match find("ip")
         .map(|v| ("ip", v))
         .or_else(|| find("remote_address").map(|v| ("remote_address", v)))
@@ -92,6 +93,10 @@ mod tests {
         assert_eq!(native.request.endpoint, "/api/export");
         let long = format!("/api{}", "/.".repeat(1023));
         let err = request(&[("user", "u"), ("path", &long)], Cost::ONE).unwrap_err();
+        assert_eq!(err, "the endpoint is over 2048 bytes");
+        // The query counts: 2040 bytes of path and 13 of query are 2053 sent.
+        let long_query = format!("/{}?q=123456789a", "a".repeat(2040));
+        let err = request(&[("user", "u"), ("path", &long_query)], Cost::ONE).unwrap_err();
         assert_eq!(err, "the endpoint is over 2048 bytes");
     }
 
