@@ -15,8 +15,8 @@ use super::raw::{
 use super::{BlockRule, Domain, KeyNodes, Level, LimitRule, Node, Rule, Unit};
 use crate::limit::Algorithm;
 use crate::limit::Limit;
-use crate::yaml::PolicyErrors;
 use crate::yaml::fields::{Errors, join};
+use crate::yaml::{PolicyErrors, Text};
 use serde_yaml_ng::Value;
 use std::num::NonZeroU64;
 use std::sync::Arc;
@@ -106,9 +106,13 @@ fn descriptor(
     let key = e
         .required(&key_path, &raw.key)
         .and_then(|v| scalar(e, &key_path, v));
-    let value = match raw.value.as_ref().filter(|v| !v.is_null()) {
+    let value = match &raw.value {
         None => None,
-        Some(v) => Some(scalar(e, &join(path, "value"), v)?),
+        Some(Text(v)) if !v.is_empty() => Some(v.clone()),
+        Some(Text(_)) => {
+            e.push(&join(path, "value"), "must not be empty");
+            return None;
+        }
     };
     let shadow = e.boolean(&join(path, "shadow_mode"), &raw.shadow_mode, false);
     // Metrics only in envoyproxy/ratelimit; ratewarden never labels metrics with values.

@@ -1,7 +1,7 @@
 //! An envoyproxy/ratelimit file exactly as YAML gives it: untyped leaves and captured unknown
 //! keys, so compiling it can report every problem at once.
 
-use crate::yaml::{Leaf, Unknown};
+use crate::yaml::{Leaf, Text, Unknown};
 use serde::Deserialize;
 
 #[derive(Debug, Default, Deserialize)]
@@ -17,7 +17,8 @@ pub struct RawFile {
 #[serde(expecting = "a map")]
 pub struct RawDescriptor {
     pub key: Leaf,
-    pub value: Leaf,
+    /// Read as written: it is matched as text against what Envoy sends.
+    pub value: Option<Text>,
     pub rate_limit: Option<RawRateLimit>,
     pub descriptors: Option<Vec<RawDescriptor>>,
     pub shadow_mode: Leaf,

@@ -8,9 +8,11 @@
 mod duration;
 mod error;
 pub mod fields;
+mod text;
 
 pub use duration::parse_duration;
 pub use error::{PolicyError, PolicyErrors};
+pub use text::Text;
 
 use serde_yaml_ng::Value;
 use std::collections::BTreeMap;
