@@ -3,7 +3,10 @@
 //!
 //! The request path and the control loop report to the one tracker the engine holds, so an
 //! outage is one story however many calls fail (a warning per failed call was two a second from
-//! the control loop alone, and nothing at all from the request path).
+//! the control loop alone, and nothing at all from the request path). An outage ends once the
+//! store has answered with no call failing for [`QUIET`]: when one cluster node is down, or
+//! Redis refuses writes while still answering reads, calls that fail and calls that pass
+//! interleave, and ending at each answer logged a pair of lines per request.
 
 use crate::clock::Micros;
 use crate::store::OnError;
@@ -22,6 +25,9 @@ pub enum Answered {
     Local,
 }
 
+/// How long no store call may fail before an answer ends the outage: 1 s.
+pub const QUIET: Micros = 1_000_000;
+
 /// The outage in progress, if any.
 #[derive(Debug, Default)]
 pub struct StoreOutage {
@@ -33,6 +39,7 @@ pub struct StoreOutage {
 #[derive(Debug)]
 struct Outage {
     began: Micros,
+    last_failure: Micros,
     allowed: u64,
     denied: u64,
     local: u64,
@@ -68,11 +75,13 @@ impl StoreOutage {
             );
             Outage {
                 began: now,
+                last_failure: now,
                 allowed: 0,
                 denied: 0,
                 local: 0,
             }
         });
+        outage.last_failure = outage.last_failure.max(now);
         match answered {
             Some(Answered::Allowed) => outage.allowed += 1,
             Some(Answered::Denied) => outage.denied += 1,
@@ -82,16 +91,26 @@ impl StoreOutage {
         self.down.store(true, Ordering::Relaxed);
     }
 
-    /// A store call succeeded: ends the outage in progress, if any, with its story.
+    /// A store call succeeded: ends the outage in progress, if any, with its story, once no
+    /// call has failed for [`QUIET`].
     pub fn answered(&self, now: impl FnOnce() -> Micros) {
         if !self.is_down() {
             return;
         }
-        let Some(outage) = self.open.lock().take() else {
+        let now = now();
+        let mut open = self.open.lock();
+        if open
+            .as_ref()
+            .is_some_and(|o| now.saturating_sub(o.last_failure) < QUIET)
+        {
+            return;
+        }
+        let Some(outage) = open.take() else {
             return;
         };
+        drop(open);
         self.down.store(false, Ordering::Relaxed);
-        let lasted = now().saturating_sub(outage.began) as f64 / 1e6;
+        let lasted = now.saturating_sub(outage.began) as f64 / 1e6;
         tracing::info!(
             lasted_s = lasted,
             allowed = outage.allowed,
@@ -137,7 +156,20 @@ mod tests {
             .map(|o| (o.began, o.allowed, o.denied, o.local));
         assert_eq!(counted, Some((10, 2, 0, 0)));
         drop(open);
-        outage.answered(|| 2_000_010);
+        // Answers between failures (a node of several down) do not end it...
+        outage.answered(|| 500_030);
+        assert!(outage.is_down());
+        outage.failed(
+            600_000,
+            "a decision",
+            &"down",
+            OnError::Allow,
+            Some(Answered::Allowed),
+        );
+        outage.answered(|| 1_500_000);
+        assert!(outage.is_down());
+        // ...a second without a failure does.
+        outage.answered(|| 1_600_000);
         assert!(!outage.is_down());
         assert!(outage.open.lock().is_none());
     }
