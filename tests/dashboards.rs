@@ -24,8 +24,10 @@ use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 /// Alerts that the run must fire in the copy of the rules with every `for` at 0.
-const FIRED_BY_THE_RUN: [&str; 5] = [
+const FIRED_BY_THE_RUN: [&str; 6] = [
     "RatewardenStoreErrors",
+    // The Redis stopped mid-run fails the fleet control loop's calls too.
+    "RatewardenControlStoreErrors",
     "RatewardenLoadFactorHeldLow",
     // The search rule's Prometheus is not there.
     "RatewardenLoadQueryFailing",

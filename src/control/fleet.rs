@@ -16,6 +16,7 @@ use crate::limit::KeyHash;
 use crate::policy::Policy;
 use crate::store::StoreError;
 use hashbrown::HashMap;
+use prometheus::IntCounter;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -30,15 +31,19 @@ pub struct FleetControl {
     generation: u64,
     /// The engine's outage tracker: a failed cycle is part of the outage the request path sees.
     outage: Arc<StoreOutage>,
+    /// Counts failed cycles: decisions may all succeed while the loop's own calls fail (an ACL
+    /// without one of its commands), and nothing else would show it.
+    errors: IntCounter,
     /// The fleet's window as this daemon last read it; `None` unless it leads.
     window: Option<FleetWindow>,
 }
 
 impl FleetControl {
-    pub fn new(fleet: Box<dyn FleetState>, outage: Arc<StoreOutage>) -> Self {
+    pub fn new(fleet: Box<dyn FleetState>, outage: Arc<StoreOutage>, errors: IntCounter) -> Self {
         Self {
             fleet,
             outage,
+            errors,
             id: format!("{:016x}", rand_id()),
             leader: false,
             generation: 0,
@@ -74,6 +79,7 @@ impl FleetControl {
         match failure {
             Some((during, error)) => {
                 tracing::debug!(%error, "control loop: {during} failed");
+                self.errors.inc();
                 let on_error = policy.store.on_error;
                 self.outage.failed(now, during, &error, on_error, None);
             }

@@ -86,7 +86,8 @@ impl ControlLoop {
     ) -> Self {
         let window_len = engine.policy().adaptive.anomaly.window;
         let outage = engine.store_outage().clone();
-        let fleet = fleet_for(engine.store()).map(|f| FleetControl::new(f, outage));
+        let errors = engine.metrics().control_store_errors.clone();
+        let fleet = fleet_for(engine.store()).map(|f| FleetControl::new(f, outage, errors));
         engine
             .metrics()
             .declare_flag_features(&scoring::TOP_FEATURE_LABELS);

@@ -91,6 +91,7 @@ pub struct Metrics {
     pub reports: IntCounterVec,
     pub envoy_unmatched: IntCounterVec,
     pub envoy_refused: IntCounter,
+    pub control_store_errors: IntCounter,
     /// The load sources' signals, targets and factors.
     pub load: LoadMetrics,
 }
@@ -179,6 +180,11 @@ const ENVOY_UNMATCHED: Family = Family {
 const ENVOY_REFUSED: Family = Family {
     name: "ratewarden_envoy_refused_total",
     help: "Native Envoy descriptors answered OVER_LIMIT because the policy cannot decide on their values (a subject or endpoint it refuses, an unknown tier, a bad or missing address); each is logged at debug",
+    labels: &[],
+};
+const CONTROL_STORE_ERRORS: Family = Family {
+    name: "ratewarden_control_store_errors_total",
+    help: "Control cycles whose shared-state store calls failed (fleet mode): this daemon's activity, the lease or the standings did not reach the store, so scoring across the fleet may have stopped",
     labels: &[],
 };
 const LOAD_FACTOR: Family = Family {
@@ -310,6 +316,7 @@ impl Metrics {
             reports: REPORTS.counter_vec(&registry),
             envoy_unmatched: ENVOY_UNMATCHED.counter_vec(&registry),
             envoy_refused: ENVOY_REFUSED.int_counter(&registry),
+            control_store_errors: CONTROL_STORE_ERRORS.int_counter(&registry),
             load_factor: LOAD_FACTOR.gauge(&registry),
             system_cpu_ratio: SYSTEM_CPU_RATIO.gauge(&registry),
             flagged_subjects: FLAGGED_SUBJECTS.int_gauge(&registry),
