@@ -33,14 +33,20 @@ pub(super) fn log_store_changes(old: &StoreSettings, new: &StoreSettings) {
             new.max_keys.to_string(),
         ),
     ];
-    // The URL's credentials or database may change while its location does not.
-    let url_changed = old.url != new.url;
     for (key, was, now) in waiting {
-        if was != now || (key == "store.url" && url_changed) {
+        if was != now {
             tracing::warn!(
                 "{key} changed from {was} to {now}; it takes effect at the next restart (the store in use stays)"
             );
         }
+    }
+    // The URL's credentials or database may change while its location does not: say so, as
+    // "from X to X" reads as no change (the credentials are never logged).
+    if old.url != new.url && old.url.location() == new.url.location() {
+        tracing::warn!(
+            "store.url changed its credentials or database for {}; it takes effect at the next restart (the store in use stays)",
+            new.url.location()
+        );
     }
 }
 
