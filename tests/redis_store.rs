@@ -90,6 +90,11 @@ async fn out_of_memory_redis_still_answers_what_writes_nothing() {
 }
 
 #[tokio::test]
+async fn out_of_memory_a_batch_item_that_would_write_fails_alone() {
+    batch::out_of_memory_batch().await;
+}
+
+#[tokio::test]
 async fn engine_decides_alike_on_memory_and_redis() {
     engine_level::engine_decides_alike().await;
 }

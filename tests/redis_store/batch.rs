@@ -260,3 +260,32 @@ pub async fn out_of_memory() {
     assert!(d.allowed && !d.degraded, "{d:?}");
     assert_eq!(command_calls(&server, "eval"), evals + 1, "FCALL again");
 }
+
+/// Over `maxmemory` a batch is still decided item by item: a subject over its limit is denied
+/// from the store (its script writes nothing), while the item whose script would write fails
+/// alone. Once, one refused item failed the whole batch, and `on_error` let the first through.
+pub async fn out_of_memory_batch() {
+    let server = RedisServer::start();
+    let engine = engine_at(server.port);
+    let export = |user| CheckRequest::new(user, "/api/export");
+    let mut over = decide(&engine, &export("otto")).await;
+    while over.allowed {
+        over = decide(&engine, &export("otto")).await;
+    }
+    assert!(!over.degraded, "{over:?}");
+    server.cli(&["CONFIG", "SET", "maxmemory-policy", "noeviction"]);
+    server.cli(&["CONFIG", "SET", "maxmemory", "1"]);
+    for items in [
+        [export("otto"), export("nina")],
+        [export("nina"), export("otto")],
+    ] {
+        let decisions = engine.check_batch(&items).await.expect("valid items");
+        let (otto, nina) = match items[0].user {
+            "otto" => (&decisions[0], &decisions[1]),
+            _ => (&decisions[1], &decisions[0]),
+        };
+        assert!(!otto.allowed && !otto.degraded, "{otto:?}");
+        assert!(nina.degraded, "{nina:?}");
+    }
+    server.cli(&["CONFIG", "SET", "maxmemory", "0"]);
+}

@@ -258,7 +258,12 @@ impl RedisStore {
         }
     }
 
-    async fn apply_pipelined(&self, requests: &[Request<'_>]) -> Result<Vec<Applied>, StoreError> {
+    /// Each request's own result: a script Redis refused for one (an `OOM` under `noeviction`
+    /// when it would write) fails that one alone; the error of the round trip fails them all.
+    async fn apply_pipelined(
+        &self,
+        requests: &[Request<'_>],
+    ) -> Result<Vec<Result<Applied, StoreError>>, StoreError> {
         let encoded: Vec<_> = requests
             .iter()
             .map(|r| {
@@ -312,7 +317,7 @@ impl RedisStore {
                 replies[i] = reply;
             }
         }
-        requests
+        Ok(requests
             .iter()
             .zip(replies)
             .map(|(r, reply)| {
@@ -321,7 +326,7 @@ impl RedisStore {
                     .map(|(applied, _)| applied)
                     .ok_or_else(|| StoreError::Unavailable("unexpected script reply".into()))
             })
-            .collect()
+            .collect())
     }
 }
 
@@ -351,7 +356,7 @@ impl Store for RedisStore {
         if !self.conn.is_cluster() {
             // One pipelined round trip; each request is still one script, decided as if alone.
             return match self.apply_pipelined(requests).await {
-                Ok(all) => all.into_iter().map(Ok).collect(),
+                Ok(each) => each,
                 Err(error) => requests.iter().map(|_| Err(error.clone())).collect(),
             };
         }
