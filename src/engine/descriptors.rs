@@ -40,7 +40,7 @@ pub struct DescriptorsDecision {
     pub outcomes: Vec<DescriptorOutcome>,
     /// The decision the call's rate limit headers show: the limit with the least remaining
     /// (ties: the shorter window), allowed as the call is, retrying when all its denials could
-    /// pass (never when a limit of 0 or a refused descriptor blocks it).
+    /// pass; `None` when a limit of 0 or a refused descriptor blocks the call.
     pub headline: Option<Decision>,
 }
 
@@ -86,7 +86,12 @@ impl<S: Store> Engine<S> {
             refused,
         };
         self.count_call(&decisions, &blocks, label);
-        let headline = headline(&decisions, admitted, blocked_by.is_some() || refused);
+        // A call a limit of 0 or a refused descriptor blocks shows no limit's headers: the
+        // others' quota (`r=1`) would read as room, and there is no time it could pass.
+        let headline = match blocked_by.is_some() || refused {
+            true => None,
+            false => headline(&decisions, admitted),
+        };
         DescriptorsDecision {
             admitted,
             outcomes,
@@ -232,7 +237,7 @@ struct Blocks<'a> {
 }
 
 /// The decision HTTP would show for these decisions taken as one request.
-fn headline(decisions: &[&Decision], admitted: bool, blocked: bool) -> Option<Decision> {
+fn headline(decisions: &[&Decision], admitted: bool) -> Option<Decision> {
     let window = |d: &Decision| d.headline_limit().map_or(0, |l| l.window_micros());
     let head = decisions
         .iter()
@@ -244,8 +249,6 @@ fn headline(decisions: &[&Decision], admitted: bool, blocked: bool) -> Option<De
     shown.allowed = admitted;
     shown.retry_after = if admitted {
         Some(0)
-    } else if blocked {
-        None
     } else {
         // The time the whole request could pass: the latest of its denials.
         decisions
