@@ -87,6 +87,20 @@ fn a_missing_or_empty_folder_is_an_error() {
             empty.path().display()
         )]
     );
+    // Under a heading that names the folder (check-policy's, serve's), it is not named again.
+    assert_eq!(
+        errors.lines_under(empty.path()),
+        ["holds no .yaml file (one per rate limit domain)"]
+    );
+    let (code, lines) = check_policy(empty.path());
+    assert_eq!(code, 1);
+    assert_eq!(
+        lines,
+        [format!(
+            "{}: holds no .yaml file (one per rate limit domain)",
+            empty.path().display()
+        )]
+    );
     let text = "default_tier: free\ntiers: {free: {limits: []}}\nenvoy_config: nowhere\n";
     std::fs::write(empty.path().join("policy.yaml"), text).unwrap();
     let errors = ratewarden::rules::load(&empty.path().join("policy.yaml"), None).unwrap_err();

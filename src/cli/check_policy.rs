@@ -12,7 +12,7 @@ pub fn check(file: &Path) -> (Vec<String>, bool) {
     let summary = if file.is_dir() {
         rules::load_envoy_folder(file)
             .map(|config| envoy_summary(&config))
-            .map_err(|errors| errors.lines())
+            .map_err(|errors| errors.lines_under(file))
     } else {
         rules::load(file, None)
             .map_err(|errors| errors.lines())

@@ -39,7 +39,7 @@ pub struct Listeners {
 pub enum ServeError {
     #[error("policy {path}:{}", errors.after_heading())]
     Policy { path: String, errors: PolicyErrors },
-    #[error("--envoy-config {}:{}", dir.display(), errors.after_heading())]
+    #[error("--envoy-config {}:{}", dir.display(), errors.after_heading(dir))]
     EnvoyConfig {
         dir: std::path::PathBuf,
         errors: crate::envoy_config::EnvoyConfigErrors,

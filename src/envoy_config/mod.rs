@@ -208,11 +208,27 @@ impl EnvoyConfigErrors {
         self.0.iter().map(ToString::to_string).collect()
     }
 
-    /// The errors after a heading ending in `:`: one on the heading's line, more one per line.
-    pub fn after_heading(&self) -> String {
-        match self.0.as_slice() {
+    /// The lines under a heading that names the folder `dir` already: an error of the folder
+    /// itself (`holds no .yaml file`) does not name it again.
+    pub fn lines_under(&self, dir: &std::path::Path) -> Vec<String> {
+        let folder = dir.display().to_string();
+        self.0
+            .iter()
+            .map(|e| match e.file == folder {
+                true => e.to_string()[folder.len()..]
+                    .trim_start_matches(": ")
+                    .to_owned(),
+                false => e.to_string(),
+            })
+            .collect()
+    }
+
+    /// [`EnvoyConfigErrors::lines_under`] after a heading ending in `:`: one on the heading's
+    /// line, more one per line.
+    pub fn after_heading(&self, dir: &std::path::Path) -> String {
+        match self.lines_under(dir).as_slice() {
             [only] => format!(" {only}"),
-            _ => format!("\n{self}"),
+            lines => format!("\n{}", lines.join("\n")),
         }
     }
 }

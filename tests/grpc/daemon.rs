@@ -110,10 +110,7 @@ fn a_bad_envoy_config_folder_on_the_command_line_is_blamed_as_such() {
         ),
         (
             &missing,
-            format!(
-                "{}: cannot read the folder: No such file or directory (os error 2)",
-                missing.display()
-            ),
+            "cannot read the folder: No such file or directory (os error 2)".to_owned(),
         ),
     ] {
         let out = std::process::Command::new(env!("CARGO_BIN_EXE_ratewarden"))
