@@ -144,11 +144,38 @@ fn train_runs_without_a_policy_in_the_folder_and_warns_on_few_abusers() {
         "{stderr}"
     );
     assert!(dir.path().join("m.json").exists());
+    // Recorded traffic has no `archetype`: its table by archetype would be empty, and says so.
+    let recorded: String = std::fs::read_to_string(dir.path().join("t.jsonl"))
+        .unwrap()
+        .lines()
+        .map(|line| {
+            let mut record: serde_json::Value = serde_json::from_str(line).unwrap();
+            record.as_object_mut().unwrap().remove("archetype");
+            format!("{record}\n")
+        })
+        .collect();
+    std::fs::write(dir.path().join("recorded.jsonl"), recorded).unwrap();
     let again = ratewarden(
         dir.path(),
-        &["train", "--data", "t.jsonl", "--out", "m.json", "--force"],
+        &[
+            "train",
+            "--data",
+            "t.jsonl",
+            "--out",
+            "m.json",
+            "--force",
+            "--evaluate-on",
+            "recorded.jsonl",
+        ],
     );
-    assert!(again.status.success(), "{}", text(&again.stderr));
+    let stderr = text(&again.stderr);
+    assert!(again.status.success(), "{stderr}");
+    assert!(
+        stderr.contains(
+            "warning: recorded.jsonl has no `archetype` field (simulate writes one): its table by archetype is empty"
+        ),
+        "{stderr}"
+    );
 }
 
 /// `ratewarden ARGS` in `dir` whose reader has left before reading anything (`| head -0`).

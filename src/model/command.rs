@@ -141,6 +141,9 @@ pub fn run(args: &TrainArgs) -> Result<TrainReport, TrainCommandError> {
     }
     let traffic = read_traffic(&args.data)?;
     refuse_partly_labelled(args.kind, &traffic)?;
+    if args.leave_one_archetype_out {
+        warn_without_archetypes(&args.data, &traffic, "--leave-one-archetype-out is skipped");
+    }
     let options = SampleOptions::from_policy(&policy, DEFAULT_EVERY);
     let samples = replay_into_samples(policy.clone(), &traffic, &options)?;
     print_data(&samples, &options);
@@ -200,6 +203,17 @@ fn refuse_before_training(args: &TrainArgs) -> Result<(), TrainCommandError> {
         })?;
     }
     Ok(())
+}
+
+/// The figures by archetype need the `archetype` field `simulate` writes; recorded traffic has
+/// none, and would print an empty table without a word.
+fn warn_without_archetypes(path: &Path, traffic: &Traffic, consequence: &str) {
+    if traffic.records.iter().all(|r| r.archetype.is_none()) {
+        eprintln!(
+            "warning: {} has no `archetype` field (simulate writes one): {consequence}",
+            path.display()
+        );
+    }
 }
 
 /// A logistic fit on data labelled in part would take every unlabelled line as normal.
@@ -309,6 +323,7 @@ fn evaluate_on(
     options: &SampleOptions,
 ) -> Result<FreshResult, TrainCommandError> {
     let traffic = read_traffic(path)?;
+    warn_without_archetypes(path, &traffic, "its table by archetype is empty");
     let samples = replay_into_samples(policy.clone(), &traffic, options)?;
     let rows: Vec<&Sample> = samples.samples.iter().collect();
     Ok(FreshResult {
