@@ -176,6 +176,11 @@ fn train_runs_without_a_policy_in_the_folder_and_warns_on_few_abusers() {
         ),
         "{stderr}"
     );
+    let stdout = text(&again.stdout);
+    assert!(
+        stdout.contains("no abusive archetype to measure recall on") && !stdout.contains("-0.000"),
+        "{stdout}"
+    );
 }
 
 /// `ratewarden ARGS` in `dir` whose reader has left before reading anything (`| head -0`).

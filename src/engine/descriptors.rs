@@ -69,26 +69,11 @@ impl<S: Store> Engine<S> {
                 _ => None,
             })
             .collect();
-        let blocked_by = outcomes.iter().find_map(|o| match o {
-            DescriptorOutcome::Blocked { name, .. } => Some(name.as_str()),
-            _ => None,
-        });
-        let refused = outcomes
-            .iter()
-            .any(|o| matches!(o, DescriptorOutcome::Refused(_)));
-        let shadow_blocked_by = outcomes.iter().find_map(|o| match o {
-            DescriptorOutcome::ShadowBlocked { name } => Some(name.as_str()),
-            _ => None,
-        });
-        let blocks = Blocks {
-            blocked_by,
-            shadow_blocked_by,
-            refused,
-        };
+        let blocks = Blocks::of(&outcomes);
         self.count_call(&decisions, &blocks, label);
         // A call a limit of 0 or a refused descriptor blocks shows no limit's headers: the
         // others' quota (`r=1`) would read as room, and there is no time it could pass.
-        let headline = match blocked_by.is_some() || refused {
+        let headline = match blocks.blocked_by.is_some() || blocks.refused {
             true => None,
             false => headline(&decisions, admitted),
         };
@@ -234,6 +219,29 @@ struct Blocks<'a> {
     blocked_by: Option<&'a str>,
     shadow_blocked_by: Option<&'a str>,
     refused: bool,
+}
+
+impl<'a> Blocks<'a> {
+    fn of(outcomes: &'a [DescriptorOutcome]) -> Self {
+        let mut blocks = Blocks {
+            blocked_by: None,
+            shadow_blocked_by: None,
+            refused: false,
+        };
+        for outcome in outcomes {
+            match outcome {
+                DescriptorOutcome::Blocked { name, .. } => {
+                    blocks.blocked_by = blocks.blocked_by.or(Some(name));
+                }
+                DescriptorOutcome::ShadowBlocked { name } => {
+                    blocks.shadow_blocked_by = blocks.shadow_blocked_by.or(Some(name));
+                }
+                DescriptorOutcome::Refused(_) => blocks.refused = true,
+                _ => {}
+            }
+        }
+        blocks
+    }
 }
 
 /// The decision HTTP would show for these decisions taken as one request.

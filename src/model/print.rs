@@ -147,6 +147,14 @@ pub fn print_graded(title: &str, rows: &[Graded]) {
     let flagged: u64 = normal.iter().map(|g| g.enforced[1]).sum();
     let recall_over = abuse.iter().map(|g| g.share(1)).sum::<f64>() / archetypes;
     let recall = abuse.iter().map(|g| g.enforced_share(1)).sum::<f64>() / archetypes;
+    if abuse.is_empty() {
+        // An empty sum of floats is -0.0: "abuse recall -0.000" over nothing says nothing.
+        say!(
+            "  at {:.2}: {flagged} normal subjects flagged ({over} scored over it); no abusive archetype to measure recall on",
+            GRADES[1]
+        );
+        return;
+    }
     say!(
         "  at {:.2}: {flagged} normal subjects flagged ({over} scored over it); abuse recall {recall:.3} ({recall_over:.3} by score alone) averaged over {} abusive archetypes",
         GRADES[1],
