@@ -212,6 +212,41 @@ async fn forward_auth_trusts_forwarded_for_and_tier_when_the_policy_says_so() {
         StatusCode::BAD_REQUEST,
         "header X-Forwarded-For: first hop \"unknown\" is not an IP address",
     );
+    // A load balancer that writes the port: the address alone is the subject.
+    for (with_port, bare) in [
+        ("198.51.100.7:5678", "198.51.100.7"),
+        ("[2001:db8::7]:80", "2001:db8::7"),
+    ] {
+        let hop = |xff: &'static str| vec![("X-Original-URI", "/x"), ("X-Forwarded-For", xff)];
+        assert_limit(
+            &get(&app.router, "/v1/auth", &hop(with_port)).await,
+            "minute",
+            2,
+            1,
+            60,
+        );
+        assert_limit(
+            &get(&app.router, "/v1/auth", &hop(bare)).await,
+            "minute",
+            2,
+            0,
+            60,
+        );
+    }
+    // Two copies of a header that decides something: the backend may read the other one.
+    for (name, first, second) in [
+        ("X-Client", "acct-3", "acct-4"),
+        ("X-Original-URI", "/x", "/y"),
+        ("X-Tier", "pro", "free"),
+    ] {
+        let mut headers = vec![("X-Original-URI", "/x"), ("X-Client", "acct-5")];
+        headers.retain(|(n, _)| *n != name);
+        headers.extend([(name, first), (name, second)]);
+        get(&app.router, "/v1/auth", &headers).await.assert_problem(
+            StatusCode::BAD_REQUEST,
+            &format!("header {name} is sent more than once: send one"),
+        );
+    }
 }
 
 #[tokio::test]

@@ -174,9 +174,9 @@ fn nginx_and_caddy_snippets_add_no_rate_limit_headers_ratewarden_did_not_send() 
     assert!(daemon.stop(Duration::from_secs(10)).success());
 }
 
-/// A request ratewarden cannot decide (a key over 512 bytes, a path servers read two ways)
-/// reaches the client as its 400 problem, not the proxy's own error page, and without empty
-/// rate limit headers.
+/// A request ratewarden cannot decide (a key over 512 bytes or sent twice, a path servers read
+/// two ways, however long) reaches the client as its 400 problem, and one with too many header
+/// fields as its 431, not as the proxy's own error page, and without empty rate limit headers.
 fn undecidable_is_400(proxy: &Proxy, upstream: &Upstream) {
     let reply = proxy.get("/api//../export", "k");
     let problem = refused_before_upstream(proxy, upstream, &reply, 400);
@@ -197,6 +197,33 @@ fn undecidable_is_400(proxy: &Proxy, upstream: &Upstream) {
             "detail": "the subject is over 512 bytes",
         })
     );
+    // A backend may read the other copy of a key sent twice.
+    let reply = proxy.get_with(
+        "/api/export",
+        &[("X-Api-Key", "made-up"), ("X-Api-Key", "k")],
+    );
+    let problem = refused_before_upstream(proxy, upstream, &reply, 400);
+    assert_eq!(
+        problem["detail"],
+        "header X-Api-Key is sent more than once: send one"
+    );
+    // A long path quoted twice in the problem still fits the headers nginx reads (its copy of
+    // the detail is cut; Caddy passes the body whole).
+    let long = format!("/{}/b//../c", "a".repeat(1900));
+    let reply = proxy.get(&long, "k");
+    let problem = refused_before_upstream(proxy, upstream, &reply, 400);
+    let detail = problem["detail"].as_str().unwrap_or_default();
+    assert!(
+        detail.starts_with("the requested path: the path is ambiguous"),
+        "{detail}"
+    );
+    // Over 100 header fields: ratewarden's 431, not the proxy's 500.
+    let many: Vec<(String, &str)> = (0..110).map(|i| (format!("X-Filler-{i}"), "v")).collect();
+    let mut headers: Vec<(&str, &str)> = many.iter().map(|(n, v)| (n.as_str(), *v)).collect();
+    headers.push(("X-Api-Key", "k"));
+    let reply = proxy.get_with("/api/export", &headers);
+    assert_eq!(reply.status, 431, "{reply:?}\n{}", proxy.log_text());
+    assert_eq!(upstream.hits(), 0, "a refused request reached the upstream");
 }
 
 /// The problem body of a reply that ratewarden refused with `status`: it never reached the

@@ -8,7 +8,7 @@ use super::problem::Problem;
 use crate::engine::{CheckError, CheckRequest, Cost, path_of};
 use crate::metrics::Api;
 use axum::extract::{ConnectInfo, Request, State};
-use axum::http::HeaderMap;
+use axum::http::{HeaderMap, HeaderValue};
 use axum::response::Response;
 use std::net::{IpAddr, SocketAddr};
 
@@ -78,7 +78,7 @@ async fn decide(
         )));
     }
     let ip = if identity.trust_forwarded {
-        match header(headers, "X-Forwarded-For")? {
+        match first_line(headers, "X-Forwarded-For")? {
             Some(list) => Some(first_hop(list)?),
             None => peer,
         }
@@ -129,23 +129,47 @@ async fn decide(
     Ok(decision::auth_response(&decision, problem_header))
 }
 
-/// A header's value when present and not empty; a 400 naming it when it is not text.
+/// A header that decides something, when present and not empty; a 400 naming it when it is not
+/// text or comes more than once: ratewarden and the backend could each read another copy (the
+/// first here, the last in many frameworks) and count one client as a fresh subject each time.
 fn header<'a>(headers: &'a HeaderMap, name: &str) -> Result<Option<&'a str>, Problem> {
-    match headers.get(name) {
-        None => Ok(None),
-        Some(value) => value
-            .to_str()
-            .map(|s| Some(s.trim()).filter(|s| !s.is_empty()))
-            .map_err(|_| Problem::bad_request(format!("header {name} is not visible ASCII text"))),
+    let mut copies = headers.get_all(name).iter();
+    let first = copies.next();
+    if first.is_some() && copies.next().is_some() {
+        return Err(Problem::bad_request(format!(
+            "header {name} is sent more than once: send one"
+        )));
     }
+    first.map_or(Ok(None), |value| text(name, value))
 }
 
+/// The first line of a list header that may come in several lines (RFC 9110 §5.3: they read as
+/// one list, in order), when present and not empty.
+fn first_line<'a>(headers: &'a HeaderMap, name: &str) -> Result<Option<&'a str>, Problem> {
+    headers
+        .get(name)
+        .map_or(Ok(None), |value| text(name, value))
+}
+
+fn text<'a>(name: &str, value: &'a HeaderValue) -> Result<Option<&'a str>, Problem> {
+    value
+        .to_str()
+        .map(|s| Some(s.trim()).filter(|s| !s.is_empty()))
+        .map_err(|_| Problem::bad_request(format!("header {name} is not visible ASCII text")))
+}
+
+/// The first hop of `X-Forwarded-For`: an address, with or without a port (`1.2.3.4:5678`,
+/// `[2001:db8::1]:80`, as some load balancers write it) or brackets.
 fn first_hop(list: &str) -> Result<IpAddr, Problem> {
     let first = list.split(',').next().unwrap_or("").trim();
+    let bracketed = || first.strip_prefix('[')?.strip_suffix(']')?.parse().ok();
     first
         .parse::<IpAddr>()
+        .ok()
+        .or_else(|| first.parse::<SocketAddr>().ok().map(|s| s.ip()))
+        .or_else(bracketed)
         .map(|ip| ip.to_canonical())
-        .map_err(|_| {
+        .ok_or_else(|| {
             Problem::bad_request(format!(
                 "header X-Forwarded-For: first hop {first:?} is not an IP address"
             ))

@@ -8,6 +8,9 @@ use serde_json::{Map, Value};
 
 pub const CONTENT_TYPE: &str = "application/problem+json";
 
+/// How much of a problem's `detail` its header copy holds: escaped, at most about 1.5 KiB.
+pub const HEADER_DETAIL_BYTES: usize = 512;
+
 /// The IETF ratelimit-headers draft's problem types for denials.
 pub const QUOTA_EXCEEDED: &str = "https://iana.org/assignments/http-problem-types#quota-exceeded";
 pub const ABNORMAL_USAGE: &str =
@@ -52,8 +55,25 @@ impl Problem {
 
     /// The problem as one line of JSON in visible ASCII (non-ASCII escaped as `\uXXXX`), for a
     /// header: nginx's `auth_request` drops a subrequest's body but keeps its headers.
+    /// The `detail` is cut to [`HEADER_DETAIL_BYTES`] (ending in `...`): a long path quoted in
+    /// it would otherwise pass the 4 KiB nginx reads of an upstream's headers, and nginx would
+    /// answer 502 instead of the problem.
     pub fn header_value(&self) -> Option<HeaderValue> {
-        let json = serde_json::to_string(self).ok()?;
+        let cut;
+        let shown = if self.detail.len() > HEADER_DETAIL_BYTES {
+            let end = (0..=HEADER_DETAIL_BYTES)
+                .rev()
+                .find(|&i| self.detail.is_char_boundary(i))
+                .unwrap_or(0);
+            cut = Self {
+                detail: format!("{}...", &self.detail[..end]),
+                ..self.clone()
+            };
+            &cut
+        } else {
+            self
+        };
+        let json = serde_json::to_string(shown).ok()?;
         let mut ascii = String::with_capacity(json.len());
         for c in json.chars() {
             if c.is_ascii() {

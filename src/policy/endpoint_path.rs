@@ -9,6 +9,10 @@
 //!   other percent-encodings get upper-case hex (§6.2.2.1-2), and a `%` that starts no
 //!   percent-encoding becomes `%25` (what a lenient server reads it as; a strict one refuses
 //!   it), so that no decoding can make a new encoding appear;
+//! - `%2F` is read as the `/` it encodes, as nginx's `location` matching, werkzeug and Go's
+//!   `URL.Path` read it: a backend that keeps it encoded serves such a path as some other
+//!   (usually unknown) resource, so this reading can charge a request to a rule it does not
+//!   reach, but never lets `/api%2Fexport` dodge the rule for `/api/export`;
 //! - runs of `/` are merged into one, then dot-segments are removed (§5.2.4; a `..` above the
 //!   root stays at the root), as nginx's `merge_slashes` and Go's `path.Clean` do.
 //!
@@ -17,7 +21,7 @@
 //! `/api/export`. Which one the backend serves cannot be known here, so the adapters refuse
 //! such a path ([`EndpointPath::parse`]) instead of guessing.
 //!
-//! Anything else is kept: case, other encodings such as `%2F`, a trailing slash. A path that
+//! Anything else is kept: case, other encodings such as `%3B`, a trailing slash. A path that
 //! does not start with `/` is kept as it is: no rule can match it (rule paths start with `/`),
 //! and normalising `a/../api/export` would root it at a rule the client never named. A path
 //! with nothing to change is borrowed, not copied: this runs on every decision.
@@ -88,7 +92,19 @@ pub fn normalise(path: &str) -> Cow<'_, str> {
     if !path.starts_with('/') || is_normal(path) {
         return Cow::Borrowed(path);
     }
-    Cow::Owned(resolve(path, Slashes::MergedFirst))
+    Cow::Owned(resolve(
+        &encoded_slashes_decoded(path),
+        Slashes::MergedFirst,
+    ))
+}
+
+/// `path` with every `%2F` (either case) replaced by `/`, before segments are split, so that
+/// `/a%2F..%2Fb` loses its dot-segment as `/a/../b` does.
+fn encoded_slashes_decoded(path: &str) -> Cow<'_, str> {
+    if !path.contains("%2F") && !path.contains("%2f") {
+        return Cow::Borrowed(path);
+    }
+    Cow::Owned(path.replace("%2F", "/").replace("%2f", "/"))
 }
 
 /// A path that servers read as two different endpoints: see [`EndpointPath::parse`].
@@ -108,12 +124,12 @@ pub struct AmbiguousPath {
 /// `Ok` unless `raw`'s path (before any query or fragment) has a dot-segment whose removal
 /// depends on whether empty segments count (`/api//../export`). Free for a path without `//`.
 fn unambiguous(raw: &str) -> Result<(), AmbiguousPath> {
-    let path = &raw[..raw.find(['?', '#']).unwrap_or(raw.len())];
+    let path = encoded_slashes_decoded(&raw[..raw.find(['?', '#']).unwrap_or(raw.len())]);
     if !path.starts_with('/') || !path.contains("//") {
         return Ok(());
     }
-    let merged = normalise(path);
-    let dots_first = resolve(path, Slashes::Kept);
+    let merged = normalise(&path);
+    let dots_first = resolve(&path, Slashes::Kept);
     let kept = normalise(&dots_first);
     if merged == kept {
         return Ok(());
@@ -242,15 +258,17 @@ fn escape_at(bytes: &[u8], i: usize) -> Escape {
         return Escape::Stray;
     }
     match *following {
-        [high, low] if is_unreserved(decode(high, low)) => Escape::Changed,
+        [high, low] if is_unreserved(decode(high, low)) || decode(high, low) == b'/' => {
+            Escape::Changed
+        }
         [high, low] if high.is_ascii_lowercase() || low.is_ascii_lowercase() => Escape::Changed,
         [_, _] => Escape::Normal,
         _ => Escape::Unfinished,
     }
 }
 
-/// Pushes `segment` with unreserved characters decoded, other encodings in upper case and a
-/// stray `%` as `%25`.
+/// Pushes `segment` with unreserved characters (and `%2F`, left in a prefix rule's partial
+/// segment) decoded, other encodings in upper case and a stray `%` as `%25`.
 fn push_percent_normalised(out: &mut String, segment: &str) {
     let mut rest = segment;
     while let Some(at) = rest.find('%') {
@@ -260,7 +278,7 @@ fn push_percent_normalised(out: &mut String, segment: &str) {
             Escape::Normal | Escape::Changed => {
                 let (high, low) = (bytes[1], bytes[2]);
                 let byte = decode(high, low);
-                if is_unreserved(byte) {
+                if is_unreserved(byte) || byte == b'/' {
                     out.push(char::from(byte));
                 } else {
                     out.push('%');
