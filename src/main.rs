@@ -13,20 +13,43 @@ fn main() -> ExitCode {
         Command::Replay { .. } => "warn",
         _ => "info",
     };
+    let (filter, refused) = log_filter(default_level);
     tracing_subscriber::fmt()
-        .with_env_filter(
-            tracing_subscriber::EnvFilter::try_from_env("RATEWARDEN_LOG")
-                .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(default_level)),
-        )
+        .with_env_filter(filter)
         .with_writer(std::io::stderr)
         .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
         .init();
+    if let Some(value) = refused {
+        tracing::warn!(
+            "RATEWARDEN_LOG={value:?} is neither a level (error, warn, info, debug, trace, off) \
+             nor directives such as ratewarden=debug,tower_http=info; logging at {default_level}"
+        );
+    }
     match run(cli) {
         Ok(code) => code,
         Err(error) => {
             eprintln!("error: {error:#}");
             ExitCode::FAILURE
         }
+    }
+}
+
+/// `RATEWARDEN_LOG`'s filter, or the default level and the value refused. A bare word that is
+/// no level (`verbose`, `degub`) parses as a target nothing logs under: taken as it is, a typo
+/// would silence every line, outage warnings included.
+fn log_filter(default_level: &str) -> (tracing_subscriber::EnvFilter, Option<String>) {
+    let fallback = || tracing_subscriber::EnvFilter::new(default_level);
+    let Ok(value) = std::env::var("RATEWARDEN_LOG") else {
+        return (fallback(), None);
+    };
+    let word = value.trim();
+    let stray_word = !word.contains(['=', ',', ':', '['])
+        && !word.starts_with("ratewarden")
+        && word.parse::<tracing::level_filters::LevelFilter>().is_err();
+    match tracing_subscriber::EnvFilter::try_new(word) {
+        Ok(filter) if !stray_word && !word.is_empty() => (filter, None),
+        _ if word.is_empty() => (fallback(), None),
+        _ => (fallback(), Some(value)),
     }
 }
 

@@ -322,3 +322,40 @@ fn train_refuses_data_labelled_in_part() {
         text(&out.stderr)
     );
 }
+
+#[test]
+fn a_log_level_typo_warns_instead_of_silencing_every_line() {
+    let dir = tempfile::tempdir().unwrap();
+    let run = |value: &str| {
+        let output = Command::new(env!("CARGO_BIN_EXE_ratewarden"))
+            .args([
+                "simulate",
+                "--out",
+                "t.jsonl",
+                "--duration",
+                "1m",
+                "--subjects",
+                "20",
+            ])
+            .current_dir(dir.path())
+            .env("RATEWARDEN_LOG", value)
+            .output()
+            .expect("the binary runs");
+        assert!(output.status.success(), "{}", text(&output.stderr));
+        text(&output.stderr)
+    };
+    for typo in ["verbose", "degub"] {
+        let stderr = run(typo);
+        assert!(
+            stderr.contains(&format!(
+                "RATEWARDEN_LOG=\"{typo}\" is neither a level (error, warn, info, debug, trace, \
+                 off) nor directives such as ratewarden=debug,tower_http=info; logging at info"
+            )),
+            "{stderr}"
+        );
+    }
+    for fine in ["debug", "ratewarden=debug,info", "warn"] {
+        let stderr = run(fine);
+        assert!(!stderr.contains("RATEWARDEN_LOG"), "{fine}: {stderr}");
+    }
+}

@@ -286,7 +286,11 @@ async fn reports_are_202_or_a_400_naming_the_field() {
         ),
         (
             json!({"latency_ms": -1}),
-            "field `latency_ms` must be a number of milliseconds, at least 0",
+            "field `latency_ms` must be a number of milliseconds, 0 to 86400000 (a day)",
+        ),
+        (
+            json!({"latency_ms": 1e308}),
+            "field `latency_ms` must be a number of milliseconds, 0 to 86400000 (a day)",
         ),
         (json!({"user": null}), "field `user` is required"),
         (

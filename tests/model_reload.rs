@@ -36,11 +36,16 @@ fn a_model_is_loaded_when_it_appears_and_a_corrupt_one_is_refused_keeping_the_ol
     )
     .unwrap();
     let mut daemon = Daemon::start(&policy, &[("RATEWARDEN_ADMIN_TOKEN", TOKEN)]);
-    daemon.wait_for("model refused", Duration::from_secs(10));
+    daemon.wait_for(
+        "model refused; no model is in force: nothing is scaled for anomaly until one loads",
+        Duration::from_secs(10),
+    );
     wait_metric(
         &daemon,
         r#"ratewarden_config_reloads_total{kind="model",result="error"} 1"#,
     );
+    // Refused at start-up, with no reload to count as an increase: the gauge says so.
+    wait_metric(&daemon, "ratewarden_model_file_refused 1");
     assert_eq!(
         metric(&daemon, "ratewarden_model_info"),
         None,
@@ -63,9 +68,15 @@ fn a_model_is_loaded_when_it_appears_and_a_corrupt_one_is_refused_keeping_the_ol
         "{info}"
     );
 
+    wait_metric(&daemon, "ratewarden_model_file_refused 0");
+
     // A corrupt file: refused, the model in force stays.
     std::fs::write(&model, "{\"format\": \"ratewarden-abuse-model\", trunc").unwrap();
-    daemon.wait_for("model refused", Duration::from_secs(10));
+    daemon.wait_for(
+        "model refused; the model in force stays",
+        Duration::from_secs(10),
+    );
+    wait_metric(&daemon, "ratewarden_model_file_refused 1");
     wait_metric(
         &daemon,
         r#"ratewarden_config_reloads_total{kind="model",result="error"} 2"#,
@@ -75,7 +86,8 @@ fn a_model_is_loaded_when_it_appears_and_a_corrupt_one_is_refused_keeping_the_ol
         Some(info.clone())
     );
 
-    // The admin API's reload says why, with 422, and keeps the model too.
+    // The admin API's reload says why, with 422, keeps the model too, and says that the
+    // policy went in (its thresholds reset).
     let (status, _, body) = daemon.request(
         "POST",
         "/v1/admin/reload",
@@ -87,10 +99,13 @@ fn a_model_is_loaded_when_it_appears_and_a_corrupt_one_is_refused_keeping_the_ol
     assert_eq!(
         problem["detail"],
         format!(
-            "model {} refused; the model in force stays",
+            "policy {} reloaded (thresholds set through the admin API are reset to the file's), \
+             but model {} refused; the model in force stays",
+            policy.display(),
             model.display()
         )
     );
+    assert_eq!(problem["policy_reloaded"], true, "{problem}");
     assert!(
         problem["errors"][0]
             .as_str()
@@ -145,4 +160,29 @@ fn the_watch_follows_a_reload_to_another_model_file() {
         .is_some(),
         "a change to the old model file was read"
     );
+}
+
+/// A model whose folder does not exist at start-up (`models/` not made yet) is loaded once the
+/// folder and the file appear, without a SIGHUP.
+#[test]
+fn a_model_in_a_folder_made_after_start_up_is_loaded() {
+    let dir = tempfile::tempdir().unwrap();
+    let policy = dir.path().join("policy.yaml");
+    std::fs::write(
+        &policy,
+        common::EXAMPLE_POLICY.replace("model: models/abuse.json", "model: later/abuse.json"),
+    )
+    .unwrap();
+    let mut daemon = Daemon::start(&policy, &[]);
+    daemon.wait_for(
+        "the folder does not exist yet; looking for it every 2 s",
+        Duration::from_secs(10),
+    );
+    wait_metric(&daemon, "ratewarden_model_file_refused 1");
+    let later = dir.path().join("later");
+    std::fs::create_dir(&later).unwrap();
+    let shipped = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("models/abuse.json");
+    std::fs::copy(&shipped, later.join("abuse.json")).unwrap();
+    daemon.wait_for("model loaded", Duration::from_secs(10));
+    wait_metric(&daemon, "ratewarden_model_file_refused 0");
 }

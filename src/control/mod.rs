@@ -67,8 +67,9 @@ pub struct ControlLoop {
     engine: Arc<Engine<Backend>>,
     model: Arc<ModelSlot>,
     sources: LoadSources,
-    /// The scopes whose last Prometheus load query failed (logged once per streak).
-    failing_queries: hashbrown::HashSet<String>,
+    /// The scopes whose last Prometheus load query failed, and how (logged once per streak
+    /// and kind of failure).
+    failing_queries: hashbrown::HashMap<String, std::mem::Discriminant<QueryError>>,
     window: ActivityWindow,
     window_len: Duration,
     judge: FlagTracker,
@@ -95,7 +96,7 @@ impl ControlLoop {
             engine,
             model,
             sources: LoadSources::new(sampler),
-            failing_queries: hashbrown::HashSet::new(),
+            failing_queries: hashbrown::HashMap::new(),
             window: ActivityWindow::new(window_len),
             window_len,
             judge: FlagTracker::default(),
@@ -242,26 +243,33 @@ impl ControlLoop {
         thresholds: &Thresholds,
     ) {
         let span = tracing::info_span!("load", scope).entered();
-        if reading.factor.total_cmp(&1.0) != before.total_cmp(&1.0) && self.pinned_load.is_none() {
-            // Limits start or stop shrinking (or growing): say why, once per change (not at
-            // every step of the upstream gradient).
-            reading.log_change(source, thresholds);
-        }
-        let was_failing = self.failing_queries.contains(scope);
-        match (&reading.query_error, was_failing) {
-            (Some(error), false) => {
+        let failing = self.failing_queries.get(scope).copied();
+        match (&reading.query_error, failing) {
+            (Some(error), None) => {
                 tracing::warn!(
                     %error,
                     "load: the Prometheus query failed; the last factor stays for \
                      adaptive.load.prometheus.keep_last cycles, then 1.0"
                 );
-                self.failing_queries.insert(scope.to_owned());
+                self.failing_queries
+                    .insert(scope.to_owned(), std::mem::discriminant(error));
             }
-            (None, true) => {
+            // A new reason within the streak: the one logged first is stale.
+            (Some(error), Some(kind)) if kind != std::mem::discriminant(error) => {
+                tracing::warn!(%error, "load: the Prometheus query still fails, now otherwise");
+                self.failing_queries
+                    .insert(scope.to_owned(), std::mem::discriminant(error));
+            }
+            (None, Some(_)) => {
                 tracing::info!("load: the Prometheus query answers again");
                 self.failing_queries.remove(scope);
             }
             _ => {}
+        }
+        if reading.factor.total_cmp(&1.0) != before.total_cmp(&1.0) && self.pinned_load.is_none() {
+            // Limits start or stop shrinking (or growing): say why, once per change (not at
+            // every step of the upstream gradient).
+            reading.log_change(source, thresholds);
         }
         drop(span);
     }

@@ -40,6 +40,7 @@ impl ModelSlot {
         let Some(path) = path else {
             self.current.store(None);
             self.metrics.model_info.reset();
+            self.metrics.model_file_refused.set(0);
             return Ok(());
         };
         match Model::load(path) {
@@ -50,15 +51,27 @@ impl ModelSlot {
                     .with_label_values(&[model.version(), model.kind().label()])
                     .set(1);
                 self.count("success");
+                self.metrics.model_file_refused.set(0);
                 tracing::info!(path = %path.display(), kind = model.kind().label(), version = model.version(), "model loaded");
                 self.current.store(Some(Arc::new(model)));
                 Ok(())
             }
             Err(error) => {
                 self.count("error");
-                tracing::error!(path = %path.display(), %error, "model refused; the model in force stays");
+                // Counted from start-up too: a model refused then has no reload to alert on.
+                self.metrics.model_file_refused.set(1);
+                tracing::error!(path = %path.display(), %error, "model refused; {}", self.in_force());
                 Err(error)
             }
+        }
+    }
+
+    /// What a refused model leaves in force, for the messages that tell of it.
+    pub fn in_force(&self) -> &'static str {
+        if self.get().is_some() {
+            "the model in force stays"
+        } else {
+            "no model is in force: nothing is scaled for anomaly until one loads"
         }
     }
 

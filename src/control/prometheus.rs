@@ -1,7 +1,7 @@
 //! The `prometheus` load source: an instant query (`/api/v1/query`) whose one value, 0 to 1,
 //! is the load, mapped through `high` and `low` like the CPU share.
 //!
-//! A query that fails or times out keeps the last factor for `keep_last` cycles (a Prometheus
+//! A query that fails, times out or gives a value outside 0 to 1 keeps the last factor for `keep_last` cycles (a Prometheus
 //! restart should not loosen limits in the middle of an incident), then falls back to 1.0 (a
 //! Prometheus gone for good must not hold limits down forever). Failures are counted in
 //! `ratewarden_load_query_errors_total`.
@@ -32,8 +32,18 @@ pub enum QueryError {
     Malformed(String),
     #[error("the query returned {0} series (it must return exactly one)")]
     SeriesCount(usize),
+    #[error(
+        "the query returned a range vector ({0} series): `[...]` selects a range; the query \
+         must give one instant value, as rate(...[1m]) or a plain selector does"
+    )]
+    RangeVector(usize),
     #[error("the query's value {0:?} is not a finite number")]
     NotANumber(String),
+    #[error(
+        "the query's value {0} is outside 0 to 1: it must be a share (divide a count of cores, \
+         a percentage or a latency by what makes it one)"
+    )]
+    OutOfRange(f64),
 }
 
 #[derive(Deserialize)]
@@ -87,8 +97,17 @@ pub async fn query_once(
     let (status, body) = tokio::time::timeout(query.timeout, fetch)
         .await
         .map_err(|_| QueryError::Timeout(query.timeout.as_millis()))??;
-    let answer: Answer =
-        serde_json::from_slice(&body).map_err(|e| QueryError::Malformed(e.to_string()))?;
+    let answer: Answer = match serde_json::from_slice(&body) {
+        Ok(answer) => answer,
+        // A proxy's 502 or 401 page in front of Prometheus: its status says more than the body.
+        Err(_) if status != 200 => {
+            return Err(QueryError::Refused {
+                status,
+                message: "not a Prometheus API answer".to_owned(),
+            });
+        }
+        Err(e) => return Err(QueryError::Malformed(e.to_string())),
+    };
     if status != 200 || answer.status != "success" {
         return Err(QueryError::Refused {
             status,
@@ -103,14 +122,21 @@ pub async fn query_once(
             .map(|s| s.value.1)
             .unwrap_or_default(),
         Some(Data::Vector(samples)) => return Err(QueryError::SeriesCount(samples.len())),
-        Some(Data::Matrix(series)) => return Err(QueryError::SeriesCount(series.len())),
+        Some(Data::Matrix(series)) => return Err(QueryError::RangeVector(series.len())),
         Some(Data::String((_, v))) => v,
         None => return Err(QueryError::Malformed("no data".to_owned())),
     };
-    text.parse::<f64>()
+    let value = text
+        .parse::<f64>()
         .ok()
         .filter(|v| v.is_finite())
-        .ok_or(QueryError::NotANumber(text))
+        .ok_or(QueryError::NotANumber(text))?;
+    // Clamped, a percentage or a count of cores would pin the factor at `high_factor` for
+    // good, and a negative value would loosen limits, without a word.
+    if !(0.0..=1.0).contains(&value) {
+        return Err(QueryError::OutOfRange(value));
+    }
+    Ok(value)
 }
 
 /// The error and its causes (hyper's top-level message alone says only "client error").

@@ -11,6 +11,9 @@ use axum::http::StatusCode;
 use serde::Deserialize;
 use utoipa::ToSchema;
 
+/// The longest latency a report may give: a day.
+const MAX_LATENCY_MS: f64 = 86_400_000.0;
+
 #[derive(Debug, Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct ReportBody {
@@ -26,7 +29,7 @@ pub struct ReportBody {
     pub status: Option<i64>,
     #[schema(example = "203.0.113.7")]
     pub ip: Option<String>,
-    /// The upstream's latency in milliseconds, at least 0.
+    /// The upstream's latency in milliseconds, 0 to a day.
     #[schema(example = 12, minimum = 0)]
     pub latency_ms: Option<f64>,
 }
@@ -59,9 +62,11 @@ pub async fn report(
     };
     optional_ip(body.ip, "ip")?;
     if let Some(latency) = body.latency_ms {
-        if !(latency.is_finite() && latency >= 0.0) {
+        // A day bounds any upstream call; past it a number is a mistake (seconds sent as
+        // microseconds) or an attempt to pin the load factor, and prints as 300 digits.
+        if !(latency.is_finite() && (0.0..=MAX_LATENCY_MS).contains(&latency)) {
             return Err(Problem::bad_request(
-                "field `latency_ms` must be a number of milliseconds, at least 0",
+                "field `latency_ms` must be a number of milliseconds, 0 to 86400000 (a day)",
             ));
         }
     }

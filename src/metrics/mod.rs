@@ -88,6 +88,7 @@ pub struct Metrics {
     pub config_reloads: IntCounterVec,
     pub model_info: IntGaugeVec,
     pub policy_file_refused: IntGauge,
+    pub model_file_refused: IntGauge,
     pub reports: IntCounterVec,
     pub envoy_unmatched: IntCounterVec,
     pub envoy_refused: IntCounter,
@@ -234,6 +235,12 @@ const POLICY_FILE_REFUSED: Family = Family {
     labels: &[],
 };
 
+const MODEL_FILE_REFUSED: Family = Family {
+    name: "ratewarden_model_file_refused",
+    help: "1 while the model file the policy names was refused when last read (start-up included)",
+    labels: &[],
+};
+
 /// `store_errors_total{action}`: what a decision did when the store failed.
 pub const STORE_ERROR_ACTIONS: [&str; 3] = ["local", "allowed", "denied"];
 /// `rejections_total{reason}` of a limit (`store_unavailable` names no limit).
@@ -327,6 +334,7 @@ impl Metrics {
                 .histogram(&registry, LATENCY_BUCKETS.to_vec()),
             model_info: MODEL_INFO.int_gauge_vec(&registry),
             policy_file_refused: POLICY_FILE_REFUSED.int_gauge(&registry),
+            model_file_refused: MODEL_FILE_REFUSED.int_gauge(&registry),
             load: LoadMetrics::new(&registry),
             registry,
         };

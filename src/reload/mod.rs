@@ -176,7 +176,22 @@ impl Reloader {
         spawn_sighup(tx.clone());
         tokio::spawn(async move {
             let _watcher = watcher;
-            while let Some(trigger) = rx.recv().await {
+            loop {
+                let trigger = if watches.awaiting_model_folder() {
+                    // No folder to watch yet (`models/` not created): look for it now and then.
+                    tokio::select! {
+                        trigger = rx.recv() => trigger,
+                        () = tokio::time::sleep(FOLDER_POLL) => {
+                            match self.model_folder_appeared(&mut watches, &tx) {
+                                true => Some("model change"),
+                                false => continue,
+                            }
+                        }
+                    }
+                } else {
+                    rx.recv().await
+                };
+                let Some(trigger) = trigger else { break };
                 // Editors write a file in several steps: let them finish, then read once.
                 tokio::time::sleep(Duration::from_millis(100)).await;
                 let mut policy_too = trigger != "model change";
@@ -205,6 +220,24 @@ impl Reloader {
                 }
             }
         });
+    }
+
+    /// Watches the model's folder once it exists; true when the model file is there too.
+    fn model_folder_appeared(
+        &self,
+        watches: &mut Watches,
+        tx: &mpsc::Sender<&'static str>,
+    ) -> bool {
+        let Some(model) = watches.model.clone() else {
+            return false;
+        };
+        if !watch::folder_of(&model).is_dir() {
+            return false;
+        }
+        // Forgetting the path makes `follow` watch it afresh.
+        watches.model = None;
+        self.follow(watches, tx);
+        model.exists()
     }
 
     /// Points the model and envoy folder watches at what the policy in force names, when that
@@ -246,6 +279,16 @@ struct Watches {
     model_watcher: Option<notify::RecommendedWatcher>,
     envoy: Option<PathBuf>,
     envoy_watcher: Option<notify::RecommendedWatcher>,
+}
+
+/// How often a model folder that does not exist yet is looked for.
+const FOLDER_POLL: Duration = Duration::from_secs(2);
+
+impl Watches {
+    /// The policy names a model whose folder could not be watched (it does not exist).
+    fn awaiting_model_folder(&self) -> bool {
+        self.model.is_some() && self.model_watcher.is_none()
+    }
 }
 
 #[cfg(unix)]

@@ -69,6 +69,12 @@ fn watch_folder(
     dir: &Path,
     what: &'static str,
 ) -> Option<notify::RecommendedWatcher> {
+    if !dir.is_dir() {
+        // Only a model's folder can be missing (the policy and envoy files were just read):
+        // the reload task looks for it.
+        tracing::warn!(dir = %dir.display(), what, "the folder does not exist yet; looking for it every 2 s");
+        return None;
+    }
     let mut watcher = watcher
         .map_err(|error| tracing::warn!(%error, what, "cannot watch; reload with SIGHUP"))
         .ok()?;
@@ -79,7 +85,7 @@ fn watch_folder(
     Some(watcher)
 }
 
-fn folder_of(path: &Path) -> &Path {
+pub(super) fn folder_of(path: &Path) -> &Path {
     path.parent()
         .filter(|d| !d.as_os_str().is_empty())
         .unwrap_or(Path::new("."))

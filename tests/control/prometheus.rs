@@ -201,6 +201,47 @@ async fn bad_queries_several_series_and_a_silent_server_are_errors() {
         QueryError::SeriesCount(2).to_string(),
         "the query returned 2 series (it must return exactly one)"
     );
+    assert_eq!(
+        query_once(&client, &query(url.clone(), "backend_cpu_ratio[1m]")).await,
+        Err(QueryError::RangeVector(2))
+    );
+    // Not a share: a percentage, or a negative value, would move limits without a word.
+    assert_eq!(
+        query_once(&client, &query(url.clone(), "max(backend_cpu_ratio) * 100")).await,
+        Err(QueryError::OutOfRange(50.0))
+    );
+    assert_eq!(
+        query_once(&client, &query(url.clone(), "-max(backend_cpu_ratio)")).await,
+        Err(QueryError::OutOfRange(-0.5))
+    );
+    assert_eq!(
+        QueryError::OutOfRange(50.0).to_string(),
+        "the query's value 50 is outside 0 to 1: it must be a share (divide a count of cores, \
+         a percentage or a latency by what makes it one)"
+    );
+
+    // A proxy in front of Prometheus answering with its own error page: its status is the news.
+    let gateway = TcpListener::bind("127.0.0.1:0").unwrap();
+    let gateway_url = format!("http://{}", gateway.local_addr().unwrap());
+    std::thread::spawn(move || {
+        if let Ok((mut stream, _)) = gateway.accept() {
+            use std::io::{Read, Write};
+            let _ = stream.read(&mut [0; 4096]);
+            let page = "<html>bad gateway</html>";
+            let _ = write!(
+                stream,
+                "HTTP/1.1 502 Bad Gateway\r\ncontent-length: {}\r\nconnection: close\r\n\r\n{page}",
+                page.len()
+            );
+        }
+    });
+    assert_eq!(
+        query_once(&client, &query(gateway_url, "max(backend_cpu_ratio)")).await,
+        Err(QueryError::Refused {
+            status: 502,
+            message: "not a Prometheus API answer".to_owned()
+        })
+    );
 
     // A server that accepts the connection and never answers.
     let silent = TcpListener::bind("127.0.0.1:0").unwrap();

@@ -27,7 +27,7 @@ pub struct Reloaded {
         (status = 200, description = "Reloaded", body = Reloaded),
         (status = 401, description = "Missing or wrong token", body = Problem, content_type = "application/problem+json"),
         (status = 404, description = "The admin API is disabled, or there is no policy file", body = Problem, content_type = "application/problem+json"),
-        (status = 422, description = "The file was refused; `errors` lists every error", body = Problem, content_type = "application/problem+json"),
+        (status = 422, description = "The policy file was refused (`errors` lists every error; the policy in force stays), or the policy was reloaded and its model refused (`policy_reloaded: true`)", body = Problem, content_type = "application/problem+json"),
     )
 )]
 pub async fn reload(_: Admin, State(state): State<AppState>) -> Result<Json<Reloaded>, Problem> {
@@ -37,6 +37,7 @@ pub async fn reload(_: Admin, State(state): State<AppState>) -> Result<Json<Relo
             "no policy file to reload (the daemon was not started from one)",
         ));
     };
+    let model = reloader.model().clone();
     // Reading the file blocks: off the async workers.
     let outcome = tokio::task::spawn_blocking(move || {
         reloader
@@ -53,10 +54,17 @@ pub async fn reload(_: Admin, State(state): State<AppState>) -> Result<Json<Relo
     })?;
     match outcome.map_err(|boxed| *boxed) {
         Ok(()) => Ok(Json(Reloaded { reloaded: true })),
-        Err((_, ReloadError::Model { path, error })) => Err(Problem::new(
+        // The policy went in before its model was read: say so, or an operator takes the 422
+        // for "nothing changed" while the thresholds were reset.
+        Err((policy, ReloadError::Model { path, error })) => Err(Problem::new(
             StatusCode::UNPROCESSABLE_ENTITY,
-            format!("model {path} refused; the model in force stays"),
+            format!(
+                "policy {policy} reloaded (thresholds set through the admin API are reset to \
+                 the file's), but model {path} refused; {}",
+                model.in_force()
+            ),
         )
+        .with("policy_reloaded", true)
         .with("errors", vec![error.to_string()])),
         Err((path, ReloadError::Policy(errors))) => {
             let lines = errors.lines();
