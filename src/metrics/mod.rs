@@ -1,6 +1,7 @@
 //! The Prometheus metrics: one `Metrics`, registered once and passed down.
 //!
-//! Labels carry rule and tier names from the policy, never raw user ids, IPs or paths.
+//! Labels carry the policy's own names and path patterns, never a value from a request (a
+//! user id, an address, a requested path).
 
 use prometheus::core::Collector;
 use prometheus::{
