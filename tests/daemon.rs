@@ -122,7 +122,8 @@ fn a_reload_says_what_it_changes_and_on_error_applies_at_once() {
         .unwrap()
         .port();
     std::fs::write(&policy, store_down_policy(port, "allow", "50ms")).unwrap();
-    let mut daemon = Daemon::start(&policy, &[("RATEWARDEN_ADMIN_TOKEN", "admin")]);
+    // As a secret file gives it, with a newline: the token is "admin".
+    let mut daemon = Daemon::start(&policy, &[("RATEWARDEN_ADMIN_TOKEN", "admin\n")]);
     let (status, body) = check(&daemon, "alice");
     assert_eq!(status, 200, "on_error: allow: {body}");
 
@@ -148,6 +149,9 @@ fn a_reload_says_what_it_changes_and_on_error_applies_at_once() {
     );
     assert!(log.contains(&rotated), "{log}");
     for line in [
+        "WARN ratewarden::daemon: the admin token is under 16 bytes: whoever reaches the HTTP \
+         port may guess it; use a random one (openssl rand -hex 32)",
+        "INFO audit: admin changed the thresholds action=\"set_thresholds\"",
         "INFO ratewarden::reload::changes: store.on_error changed from allow to deny; in force now",
         "WARN ratewarden::reload::changes: store.timeout changed from 50ms to 80ms; it takes \
          effect at the next restart (the store in use stays)",

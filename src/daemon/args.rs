@@ -32,6 +32,18 @@ pub struct ServeArgs {
     pub pin_load_factor: Option<f64>,
 }
 
+impl ServeArgs {
+    /// The admin token without surrounding whitespace (a secret file's trailing newline would
+    /// otherwise refuse every request, the presented token being trimmed); `None` when unset
+    /// or blank.
+    pub fn admin_token(&self) -> Option<&str> {
+        self.admin_token
+            .as_deref()
+            .map(str::trim)
+            .filter(|t| !t.is_empty())
+    }
+}
+
 fn pinned_factor(text: &str) -> Result<f64, String> {
     match text.parse::<f64>() {
         Ok(x) if x > 0.0 && x <= 10.0 => Ok(x),

@@ -24,6 +24,9 @@ use std::time::Duration;
 
 pub use crate::reload::Reloader;
 
+/// An admin token shorter than this is warned about at start-up.
+const MIN_ADMIN_TOKEN_BYTES: usize = 16;
+
 /// How long calls in flight may take to finish once the daemon is told to stop.
 const SHUTDOWN_GRACE: Duration = Duration::from_secs(15);
 
@@ -98,7 +101,7 @@ pub async fn run(
     let app = router(AppState {
         engine: engine.clone(),
         metrics,
-        admin_token: args.admin_token.filter(|t| !t.is_empty()).map(Into::into),
+        admin_token: args.admin_token().map(Into::into),
         reloader: Some(Arc::new(reloader)),
     });
     serve_until(listeners, app, engine, shutdown).await?;
@@ -159,7 +162,16 @@ fn start_background_tasks(
     let sampler = SystemLoad::new();
     let policy = engine.policy();
     let load = startup::load_source(args, &policy, &sampler.source());
-    let admin_api = args.admin_token.as_deref().is_some_and(|t| !t.is_empty());
+    let admin_api = args.admin_token().is_some();
+    if args
+        .admin_token()
+        .is_some_and(|t| t.len() < MIN_ADMIN_TOKEN_BYTES)
+    {
+        tracing::warn!(
+            "the admin token is under {MIN_ADMIN_TOKEN_BYTES} bytes: whoever reaches the HTTP \
+             port may guess it; use a random one (openssl rand -hex 32)"
+        );
+    }
     startup::log(&policy, &model, load, admin_api);
     let mut control = ControlLoop::new(engine.clone(), model, Box::new(sampler));
     if let Some(factor) = args.pin_load_factor {

@@ -8,9 +8,15 @@ use crate::policy::{LoadSource, Policy};
 /// Where the load factor comes from, in the order that decides it; `cpu` is what the CPU
 /// sampler reads (the cgroup's quota or the host).
 pub(super) fn load_source(args: &ServeArgs, policy: &Policy, cpu: &str) -> (String, f64) {
-    match (args.pin_load_factor, policy.adaptive.load.factor_override) {
-        (Some(pinned), _) => ("pinned by --pin-load-factor".to_owned(), pinned),
-        (None, Some(pinned)) => ("pinned by adaptive.load.factor_override".to_owned(), pinned),
+    // The override (the policy's, or later the admin API's) wins over the flag: the engine
+    // applies it over whatever factor the control loop sets.
+    match (policy.adaptive.load.factor_override, args.pin_load_factor) {
+        (Some(pinned), None) => ("pinned by adaptive.load.factor_override".to_owned(), pinned),
+        (Some(pinned), Some(flag)) => (
+            format!("pinned by adaptive.load.factor_override (over --pin-load-factor {flag})"),
+            pinned,
+        ),
+        (None, Some(pinned)) => ("pinned by --pin-load-factor".to_owned(), pinned),
         (None, None) => (measured_by(&policy.adaptive.load.source, cpu), 1.0),
     }
 }
@@ -57,4 +63,41 @@ pub(super) fn log(policy: &Policy, model: &ModelSlot, load: (String, f64), admin
         admin_api = %if admin_api { "on" } else { "off" },
         "starting"
     );
+}
+
+#[cfg(test)]
+mod tests {
+    use super::load_source;
+    use crate::cli::{Cli, Command};
+    use crate::policy::Policy;
+    use clap::Parser;
+    use std::path::Path;
+
+    fn serve_args(flags: &[&str]) -> super::ServeArgs {
+        let argv = ["ratewarden", "serve"].iter().chain(flags);
+        match Cli::try_parse_from(argv).map(|cli| cli.command) {
+            Ok(Command::Serve(args)) => args,
+            _ => panic!("serve parses"),
+        }
+    }
+
+    #[test]
+    fn the_policy_override_is_named_over_the_pin_flag() {
+        let yaml = "default_tier: free\n\
+                    tiers: { free: { limits: [ { name: h, algorithm: fixed_window, requests: 5, window: 1m } ] } }\n\
+                    adaptive: { load: { factor_override: 0.5 } }\n";
+        let policy = Policy::from_yaml(yaml, Path::new(".")).expect("valid");
+        let pinned = serve_args(&["--pin-load-factor", "1"]);
+        assert_eq!(
+            load_source(&pinned, &policy, "cpu"),
+            (
+                "pinned by adaptive.load.factor_override (over --pin-load-factor 1)".to_owned(),
+                0.5
+            )
+        );
+        assert_eq!(
+            load_source(&serve_args(&[]), &policy, "cpu").0,
+            "pinned by adaptive.load.factor_override"
+        );
+    }
 }

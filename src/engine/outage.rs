@@ -67,11 +67,20 @@ impl StoreOutage {
     ) {
         let mut open = self.open.lock();
         let outage = open.get_or_insert_with(|| {
+            // A control-loop call can fail while every decision succeeds (an ACL refusing only
+            // LRANGE): say what a decision does only when one met the failure.
+            let consequence = match answered {
+                Some(_) => format!(
+                    "decisions follow store.on_error ({}) until the store answers again",
+                    on_error.label()
+                ),
+                None => "decisions that meet a failure follow store.on_error; scoring and \
+                         load sharing wait for the store"
+                    .to_owned(),
+            };
             tracing::warn!(
                 on_error = %on_error.label(),
-                "store outage began: {during} failed ({error}); decisions follow store.on_error \
-                 ({}) until the store answers again",
-                on_error.label()
+                "store outage began: {during} failed ({error}); {consequence}"
             );
             Outage {
                 began: now,

@@ -37,6 +37,7 @@ pub async fn reload(_: Admin, State(state): State<AppState>) -> Result<Json<Relo
             "no policy file to reload (the daemon was not started from one)",
         ));
     };
+    tracing::info!(target: "audit", action = "reload", "admin asked for a reload");
     let model = reloader.model().clone();
     // Reading the file blocks: off the async workers.
     let outcome = tokio::task::spawn_blocking(move || {

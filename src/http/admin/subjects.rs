@@ -101,12 +101,15 @@ pub struct ScoringView {
     pub progress: String,
 }
 
-/// `8 of 20 requests` on the way; `1006 requests, scored from 20` once there.
-fn progress(requests: u64, min_requests: u64) -> String {
+/// `8 of 20 requests` on the way; `1006 requests, scored from 20` once there (with a model in
+/// force: without one the view says so instead).
+fn progress(requests: u64, min_requests: u64, model_in_force: bool) -> String {
     if requests < min_requests {
         format!("{requests} of {min_requests} requests")
-    } else {
+    } else if model_in_force {
         format!("{requests} requests, scored from {min_requests}")
+    } else {
+        format!("{requests} requests, not scored: no model is in force")
     }
 }
 
@@ -212,6 +215,10 @@ pub async fn subject(
     let observed = inspection.observed;
     let model = state.reloader.as_ref().and_then(|r| r.model().get());
     let mut view = SubjectView::from(inspection);
+    if model.is_none() {
+        // Nothing scores without a model: "scored from 20" would say otherwise.
+        view.scoring.progress = progress(view.scoring.requests, view.scoring.min_requests, false);
+    }
     if let Some(model) = &model {
         view.model_version = Some(model.version().to_owned());
         view.explanation = match (observed, view.abuse_score) {
@@ -243,7 +250,7 @@ impl From<SubjectInspection> for SubjectView {
                 ScoringView {
                     requests,
                     min_requests: i.min_requests,
-                    progress: progress(requests, i.min_requests),
+                    progress: progress(requests, i.min_requests, true),
                 }
             },
             threshold: i.threshold,
@@ -296,9 +303,14 @@ mod tests {
 
     #[test]
     fn progress_counts_up_to_the_minimum_then_says_the_subject_is_scored() {
-        assert_eq!(progress(0, 20), "0 of 20 requests");
-        assert_eq!(progress(19, 20), "19 of 20 requests");
-        assert_eq!(progress(20, 20), "20 requests, scored from 20");
-        assert_eq!(progress(1006, 20), "1006 requests, scored from 20");
+        assert_eq!(progress(0, 20, true), "0 of 20 requests");
+        assert_eq!(progress(19, 20, true), "19 of 20 requests");
+        assert_eq!(progress(20, 20, true), "20 requests, scored from 20");
+        assert_eq!(progress(1006, 20, true), "1006 requests, scored from 20");
+        assert_eq!(progress(8, 20, false), "8 of 20 requests");
+        assert_eq!(
+            progress(30, 20, false),
+            "30 requests, not scored: no model is in force"
+        );
     }
 }

@@ -201,6 +201,11 @@ pub async fn put_thresholds(
     let _writes = scale.lock_writes();
     let next = patch.apply_to(scale.thresholds())?;
     scale.set_thresholds(next);
-    tracing::info!(?next, "thresholds changed through the admin API");
+    tracing::info!(
+        target: "audit",
+        action = "set_thresholds",
+        ?next,
+        "admin changed the thresholds"
+    );
     Ok(Json(next.into()))
 }

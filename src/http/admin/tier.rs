@@ -73,7 +73,13 @@ pub async fn put_tier(
             SetTierError::UnknownTier(_) => Problem::bad_request(format!("field `tier`: {e}")),
             SetTierError::Store(error) => store_problem(error),
         })?;
-    tracing::info!(%subject, ?tier, "stored tier changed through the admin API");
+    tracing::info!(
+        target: "audit",
+        action = "set_tier",
+        %subject,
+        ?tier,
+        "admin set the stored tier of subject {subject}"
+    );
     Ok(Json(TierView {
         subject: subject.to_string(),
         tier,
