@@ -22,7 +22,7 @@ fn main() -> ExitCode {
     if let Some(value) = refused {
         tracing::warn!(
             "RATEWARDEN_LOG={value:?} is neither a level (error, warn, info, debug, trace, off) \
-             nor directives such as ratewarden=debug,tower_http=info; logging at {default_level}"
+             nor directives such as ratewarden=debug,audit=info; logging at {default_level}"
         );
     }
     match run(cli) {
@@ -42,15 +42,30 @@ fn log_filter(default_level: &str) -> (tracing_subscriber::EnvFilter, Option<Str
     let Ok(value) = std::env::var("RATEWARDEN_LOG") else {
         return (fallback(), None);
     };
-    let word = value.trim();
-    let stray_word = !word.contains(['=', ',', ':', '['])
-        && !word.starts_with("ratewarden")
-        && word.parse::<tracing::level_filters::LevelFilter>().is_err();
-    match tracing_subscriber::EnvFilter::try_new(word) {
-        Ok(filter) if !stray_word && !word.is_empty() => (filter, None),
-        _ if word.is_empty() => (fallback(), None),
+    let text = value.trim();
+    if text.is_empty() {
+        return (fallback(), None);
+    }
+    match tracing_subscriber::EnvFilter::try_new(text) {
+        Ok(filter) if !text.split(',').any(stray_word) => (filter, None),
         _ => (fallback(), Some(value)),
     }
+}
+
+/// A directive without `=` that is no level and none of ratewarden's targets (`ratewarden`,
+/// `ratewarden::...`, `audit`, a span filter): a typo such as `verbose` or `ratewarden:debug`.
+/// Another crate's target alone is refused too: write `tower_http=trace`.
+fn stray_word(directive: &str) -> bool {
+    let directive = directive.trim();
+    let ours = directive == "audit"
+        || directive == "ratewarden"
+        || directive.starts_with("ratewarden::")
+        || directive.starts_with('[');
+    !directive.contains('=')
+        && directive
+            .parse::<tracing::level_filters::LevelFilter>()
+            .is_err()
+        && !ours
 }
 
 fn run(cli: Cli) -> anyhow::Result<ExitCode> {

@@ -344,17 +344,31 @@ fn a_log_level_typo_warns_instead_of_silencing_every_line() {
         assert!(output.status.success(), "{}", text(&output.stderr));
         text(&output.stderr)
     };
-    for typo in ["verbose", "degub"] {
+    for typo in [
+        "verbose",
+        "degub",
+        "ratewarden:debug",
+        "ratewarden_debug",
+        "info,verbose",
+    ] {
         let stderr = run(typo);
         assert!(
             stderr.contains(&format!(
-                "RATEWARDEN_LOG=\"{typo}\" is neither a level (error, warn, info, debug, trace, \
-                 off) nor directives such as ratewarden=debug,tower_http=info; logging at info"
+                "RATEWARDEN_LOG={typo:?} is neither a level (error, warn, info, debug, trace, \
+                 off) nor directives such as ratewarden=debug,audit=info; logging at info"
             )),
             "{stderr}"
         );
     }
-    for fine in ["debug", "ratewarden=debug,info", "warn"] {
+    for fine in [
+        "debug",
+        "ratewarden=debug,info",
+        "warn",
+        "TRACE",
+        "audit",
+        "ratewarden::engine=trace",
+        "info,hyper=warn",
+    ] {
         let stderr = run(fine);
         assert!(!stderr.contains("RATEWARDEN_LOG"), "{fine}: {stderr}");
     }

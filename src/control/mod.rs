@@ -351,11 +351,16 @@ impl ControlLoop {
     /// until `stop` resolves.
     pub async fn run(mut self, stop: impl std::future::Future<Output = ()>) {
         tokio::pin!(stop);
+        let mut due = tokio::time::Instant::now();
         loop {
+            // A cycle starts every interval whatever the last one took (a Prometheus query
+            // waiting out its timeout included), so `keep_last` and the window count in real
+            // intervals; one that overran is followed at once, never by a burst.
             let interval = self.engine.policy().adaptive.interval;
+            due = (due + interval).max(tokio::time::Instant::now());
             tokio::select! {
                 () = &mut stop => return,
-                () = tokio::time::sleep(interval) => {}
+                () = tokio::time::sleep_until(due) => {}
             }
             let report = self.cycle().await;
             tracing::debug!(?report, "control cycle");

@@ -1,7 +1,7 @@
 //! The `prometheus` load source: an instant query (`/api/v1/query`) whose one value, 0 to 1,
 //! is the load, mapped through `high` and `low` like the CPU share.
 //!
-//! A query that fails, times out or gives a value outside 0 to 1 keeps the last factor for `keep_last` cycles (a Prometheus
+//! A query that fails, times out or gives a value well outside 0 to 1 keeps the last factor for `keep_last` cycles (a Prometheus
 //! restart should not loosen limits in the middle of an incident), then falls back to 1.0 (a
 //! Prometheus gone for good must not hold limits down forever). Failures are counted in
 //! `ratewarden_load_query_errors_total`.
@@ -16,6 +16,9 @@ use hyper_util::client::legacy::connect::HttpConnector;
 use hyper_util::rt::TokioExecutor;
 use percent_encoding::{NON_ALPHANUMERIC, utf8_percent_encode};
 use serde::Deserialize;
+
+/// How far past 0 or 1 a value is still read as that edge.
+const SHARE_SLACK: f64 = 0.25;
 
 /// Answers are a few hundred bytes; a larger one is not a single value.
 const MAX_ANSWER_BYTES: usize = 64 * 1024;
@@ -40,8 +43,8 @@ pub enum QueryError {
     #[error("the query's value {0:?} is not a finite number")]
     NotANumber(String),
     #[error(
-        "the query's value {0} is outside 0 to 1: it must be a share (divide a count of cores, \
-         a percentage or a latency by what makes it one)"
+        "the query's value {0} is outside 0 to 1 (by more than 0.25): it must be a share \
+         (divide a count of cores, a percentage or a latency by what makes it one)"
     )]
     OutOfRange(f64),
 }
@@ -131,12 +134,14 @@ pub async fn query_once(
         .ok()
         .filter(|v| v.is_finite())
         .ok_or(QueryError::NotANumber(text))?;
-    // Clamped, a percentage or a count of cores would pin the factor at `high_factor` for
-    // good, and a negative value would loosen limits, without a word.
-    if !(0.0..=1.0).contains(&value) {
+    // A share a little past its edge is the edge: `rate()` extrapolates, so a saturated
+    // backend can read 1.02. Further out it is no share: clamped, a percentage or a count of
+    // cores would pin the factor at `high_factor` for good, and a negative value would loosen
+    // limits, without a word.
+    if !(-SHARE_SLACK..=1.0 + SHARE_SLACK).contains(&value) {
         return Err(QueryError::OutOfRange(value));
     }
-    Ok(value)
+    Ok(value.clamp(0.0, 1.0))
 }
 
 /// The error and its causes (hyper's top-level message alone says only "client error").

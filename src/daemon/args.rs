@@ -10,10 +10,10 @@ pub struct ServeArgs {
     #[arg(long, env = "RATEWARDEN_POLICY", default_value = "ratewarden.yaml")]
     pub policy: PathBuf,
     /// Address of the HTTP API and /metrics.
-    #[arg(long, env = "RATEWARDEN_LISTEN", default_value = "127.0.0.1:8080")]
+    #[arg(long, env = "RATEWARDEN_LISTEN", default_value = "127.0.0.1:8080", value_parser = listen_address)]
     pub listen: SocketAddr,
     /// Address of Envoy's rate limit service (gRPC), health and reflection.
-    #[arg(long, env = "RATEWARDEN_GRPC_LISTEN", default_value = "127.0.0.1:8081")]
+    #[arg(long, env = "RATEWARDEN_GRPC_LISTEN", default_value = "127.0.0.1:8081", value_parser = listen_address)]
     pub grpc_listen: SocketAddr,
     /// An envoyproxy/ratelimit configuration folder (in place of the policy's envoy_config).
     #[arg(long, env = "RATEWARDEN_ENVOY_CONFIG")]
@@ -44,9 +44,48 @@ impl ServeArgs {
     }
 }
 
+/// An address and port; `localhost:PORT` is `127.0.0.1:PORT` (the docs' curls say
+/// `localhost`), any other host name is refused rather than resolved.
+fn listen_address(text: &str) -> Result<SocketAddr, String> {
+    if let Ok(address) = text.parse() {
+        return Ok(address);
+    }
+    match text.strip_prefix("localhost:").map(str::parse::<u16>) {
+        Some(Ok(port)) => Ok(SocketAddr::from(([127, 0, 0, 1], port))),
+        _ => Err(format!(
+            "{text:?} is not an address and port such as 127.0.0.1:8080, 0.0.0.0:8080 or \
+             [::1]:8080 (localhost:8080 is read as 127.0.0.1:8080; other host names are not \
+             resolved)"
+        )),
+    }
+}
+
 fn pinned_factor(text: &str) -> Result<f64, String> {
     match text.parse::<f64>() {
         Ok(x) if x > 0.0 && x <= 10.0 => Ok(x),
         _ => Err(format!("{text:?} is not a number above 0 and at most 10")),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::listen_address;
+
+    #[test]
+    fn listen_addresses_are_ip_and_port_or_localhost() {
+        assert_eq!(
+            listen_address("localhost:8080"),
+            Ok(([127, 0, 0, 1], 8080).into())
+        );
+        assert_eq!(
+            listen_address("[::1]:0"),
+            "[::1]:0".parse().map_err(|_| String::new())
+        );
+        let refused = listen_address("db:8080").unwrap_err();
+        assert!(
+            refused.starts_with("\"db:8080\" is not an address and port such as 127.0.0.1:8080"),
+            "{refused}"
+        );
+        assert!(listen_address("localhost:99999").is_err());
     }
 }

@@ -163,6 +163,9 @@ fn start_background_tasks(
     let policy = engine.policy();
     let load = startup::load_source(args, &policy, &sampler.source());
     let admin_api = args.admin_token().is_some();
+    if !admin_api && args.admin_token.is_some() {
+        tracing::warn!("the admin token is blank: the admin API is off");
+    }
     if args
         .admin_token()
         .is_some_and(|t| t.len() < MIN_ADMIN_TOKEN_BYTES)

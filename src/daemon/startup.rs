@@ -67,18 +67,23 @@ pub(super) fn log(policy: &Policy, model: &ModelSlot, load: (String, f64), admin
 
 #[cfg(test)]
 mod tests {
-    use super::load_source;
-    use crate::cli::{Cli, Command};
+    use super::{ServeArgs, load_source};
     use crate::policy::Policy;
     use clap::Parser;
     use std::path::Path;
 
-    fn serve_args(flags: &[&str]) -> super::ServeArgs {
-        let argv = ["ratewarden", "serve"].iter().chain(flags);
-        match Cli::try_parse_from(argv).map(|cli| cli.command) {
-            Ok(Command::Serve(args)) => args,
-            _ => panic!("serve parses"),
-        }
+    /// `serve`'s flags alone (the daemon does not import the CLI above it).
+    #[derive(Parser)]
+    struct Serve {
+        #[command(flatten)]
+        args: ServeArgs,
+    }
+
+    fn serve_args(flags: &[&str]) -> ServeArgs {
+        let argv = ["serve"].iter().chain(flags);
+        Serve::try_parse_from(argv)
+            .expect("serve's flags parse")
+            .args
     }
 
     #[test]

@@ -102,3 +102,34 @@ impl IntoResponse for Problem {
         response
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::{HEADER_DETAIL_BYTES, Problem};
+
+    #[test]
+    fn the_header_copy_cuts_a_long_detail_on_a_character_boundary() {
+        // Two-byte characters from an odd offset: byte 512 falls inside one.
+        let detail = format!("x{}", "é".repeat(600));
+        let value = Problem::bad_request(detail)
+            .header_value()
+            .expect("a header value");
+        let json: serde_json::Value =
+            serde_json::from_slice(value.as_bytes()).expect("the header is JSON");
+        let shown = json["detail"].as_str().unwrap_or_default();
+        let kept = shown.strip_suffix("...").expect("cut, ending in ...");
+        assert_eq!(kept, format!("x{}", "é".repeat(255)));
+        assert!(kept.len() <= HEADER_DETAIL_BYTES);
+        assert!(value.len() < 2048, "{} bytes", value.len());
+        // A short detail is whole.
+        let value = Problem::bad_request("short")
+            .header_value()
+            .expect("a header value");
+        assert!(
+            value
+                .to_str()
+                .unwrap_or_default()
+                .contains(r#""detail":"short""#)
+        );
+    }
+}

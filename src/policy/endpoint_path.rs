@@ -95,6 +95,7 @@ pub fn normalise(path: &str) -> Cow<'_, str> {
     Cow::Owned(resolve(
         &encoded_slashes_decoded(path),
         Slashes::MergedFirst,
+        EncodedSlash::Decoded,
     ))
 }
 
@@ -109,35 +110,84 @@ fn encoded_slashes_decoded(path: &str) -> Cow<'_, str> {
 
 /// A path that servers read as two different endpoints: see [`EndpointPath::parse`].
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error(
-    "the path is ambiguous: a `..` after `//` is {merged:?} where slashes are merged first \
-     (nginx, Go) and {kept:?} where they are not (RFC 3986); send the one you mean"
-)]
-pub struct AmbiguousPath {
-    /// The path's normal form here: slashes merged, then dot-segments removed.
-    pub merged: String,
-    /// Dot-segments removed first (an empty segment is one a `..` can remove), then slashes
-    /// merged.
-    pub kept: String,
+pub enum AmbiguousPath {
+    #[error(
+        "the path is ambiguous: a `..` after `//` is {merged:?} where slashes are merged first \
+         (nginx, Go) and {kept:?} where they are not (RFC 3986); send the one you mean"
+    )]
+    DotsAfterEmptySegment {
+        /// The path's normal form here: slashes merged, then dot-segments removed.
+        merged: String,
+        /// Dot-segments removed first (an empty segment is one a `..` can remove), then
+        /// slashes merged.
+        kept: String,
+    },
+    #[error(
+        "the path is ambiguous: with `%2F` read as `/` it is {decoded:?} (nginx, werkzeug, Go) \
+         and {encoded:?} where `%2F` stays in its segment (Express, Rails); send the one you mean"
+    )]
+    EncodedSlash {
+        /// The path's normal form here, `%2F` read as `/`.
+        decoded: String,
+        /// Its normal form with `%2F` kept inside its segment.
+        encoded: String,
+    },
 }
 
-/// `Ok` unless `raw`'s path (before any query or fragment) has a dot-segment whose removal
-/// depends on whether empty segments count (`/api//../export`). Free for a path without `//`.
+/// `Ok` unless `raw`'s path (before any query or fragment) reads as two endpoints: a
+/// dot-segment whose removal depends on whether empty segments count (`/api//../export`), or
+/// a `%2F` that makes or removes a segment when read as `/` (`/api/export/..%2F..%2Fx` is `/x`
+/// read so, and under `/api/export/` where it stays encoded: a prefix rule must not be dodged
+/// either way). Free for a path without `//` or `%2F`.
 fn unambiguous(raw: &str) -> Result<(), AmbiguousPath> {
-    let path = encoded_slashes_decoded(&raw[..raw.find(['?', '#']).unwrap_or(raw.len())]);
-    if !path.starts_with('/') || !path.contains("//") {
+    let raw_path = &raw[..raw.find(['?', '#']).unwrap_or(raw.len())];
+    if !raw_path.starts_with('/') {
+        return Ok(());
+    }
+    let path = encoded_slashes_decoded(raw_path);
+    if matches!(path, Cow::Owned(_)) {
+        let decoded = normalise(&path);
+        let encoded = resolve(raw_path, Slashes::MergedFirst, EncodedSlash::Kept);
+        // Equal once each `%2F` is a `/` (runs of them merged): only the spelling differs.
+        if merge_slash_runs(&encoded.replace("%2F", "/")) != *decoded {
+            return Err(AmbiguousPath::EncodedSlash {
+                decoded: decoded.into_owned(),
+                encoded,
+            });
+        }
+    }
+    if !path.contains("//") {
         return Ok(());
     }
     let merged = normalise(&path);
-    let dots_first = resolve(&path, Slashes::Kept);
+    let dots_first = resolve(&path, Slashes::Kept, EncodedSlash::Decoded);
     let kept = normalise(&dots_first);
     if merged == kept {
         return Ok(());
     }
-    Err(AmbiguousPath {
+    Err(AmbiguousPath::DotsAfterEmptySegment {
         merged: merged.into_owned(),
         kept: kept.into_owned(),
     })
+}
+
+/// `path` with every run of `/` merged into one.
+fn merge_slash_runs(path: &str) -> String {
+    let mut out = String::with_capacity(path.len());
+    for c in path.chars() {
+        if !(c == '/' && out.ends_with('/')) {
+            out.push(c);
+        }
+    }
+    out
+}
+
+/// Whether a `%2F` left in a segment is decoded there (a prefix rule's partial segment) or
+/// kept (the reading of a backend that does not decode it).
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum EncodedSlash {
+    Decoded,
+    Kept,
 }
 
 /// Whether runs of `/` are merged before dot-segments are removed, or are segments a `..`
@@ -150,13 +200,13 @@ enum Slashes {
 
 /// `path` (starting with `/`) percent-normalised segment by segment (so `%2E%2E` is `..`),
 /// with dot-segments removed.
-fn resolve(path: &str, slashes: Slashes) -> String {
+fn resolve(path: &str, slashes: Slashes, encoded_slash: EncodedSlash) -> String {
     let mut out = String::with_capacity(path.len());
     let mut ends_in_slash = false;
     for segment in path[1..].split('/') {
         let start = out.len();
         out.push('/');
-        push_percent_normalised(&mut out, segment);
+        push_percent_normalised(&mut out, segment, encoded_slash);
         let pushed = &out[start + 1..];
         let merged = pushed.is_empty() && slashes == Slashes::MergedFirst;
         ends_in_slash = merged || matches!(pushed, "." | "..");
@@ -178,7 +228,7 @@ fn resolve(path: &str, slashes: Slashes) -> String {
 
 /// Whether `body`, the path of a prefix rule without its `*`, can begin a normalised path:
 /// its complete segments are normal, and its last, partial one has no percent-encoding to
-/// change (an unfinished one at its end, `%2`, may go on in a request: `%2F`).
+/// change (an unfinished one at its end, `%2`, may go on in a request: `%25`).
 pub fn is_normal_prefix(body: &str) -> bool {
     let Some(last_slash) = body.rfind('/') else {
         return false;
@@ -198,13 +248,15 @@ pub fn is_normal_prefix(body: &str) -> bool {
 /// its complete segments normalised, its last, partial one only percent-normalised (a partial
 /// `.` or `..` is the start of a name such as `.well-known`, not a dot-segment).
 pub fn normal_prefix(body: &str) -> String {
+    // A `%2F` is a `/` in requests: it ends a segment here too.
+    let body = encoded_slashes_decoded(body);
     let Some(last_slash) = body.rfind('/') else {
-        return body.to_owned();
+        return body.into_owned();
     };
     let (complete, partial) = body.split_at(last_slash + 1);
     let mut out = normalise(complete).into_owned();
     if partial.contains('%') {
-        push_percent_normalised(&mut out, partial);
+        push_percent_normalised(&mut out, partial, EncodedSlash::Decoded);
     } else {
         out.push_str(partial);
     }
@@ -267,9 +319,9 @@ fn escape_at(bytes: &[u8], i: usize) -> Escape {
     }
 }
 
-/// Pushes `segment` with unreserved characters (and `%2F`, left in a prefix rule's partial
-/// segment) decoded, other encodings in upper case and a stray `%` as `%25`.
-fn push_percent_normalised(out: &mut String, segment: &str) {
+/// Pushes `segment` with unreserved characters (and `%2F`, unless `Kept`) decoded, other
+/// encodings in upper case and a stray `%` as `%25`.
+fn push_percent_normalised(out: &mut String, segment: &str, encoded_slash: EncodedSlash) {
     let mut rest = segment;
     while let Some(at) = rest.find('%') {
         out.push_str(&rest[..at]);
@@ -278,7 +330,7 @@ fn push_percent_normalised(out: &mut String, segment: &str) {
             Escape::Normal | Escape::Changed => {
                 let (high, low) = (bytes[1], bytes[2]);
                 let byte = decode(high, low);
-                if is_unreserved(byte) || byte == b'/' {
+                if is_unreserved(byte) || (byte == b'/' && encoded_slash == EncodedSlash::Decoded) {
                     out.push(char::from(byte));
                 } else {
                     out.push('%');

@@ -285,9 +285,14 @@ struct Watches {
 const FOLDER_POLL: Duration = Duration::from_secs(2);
 
 impl Watches {
-    /// The policy names a model whose folder could not be watched (it does not exist).
+    /// The policy names a model whose folder does not exist yet, so nothing watches it (a
+    /// watch that failed for another reason, such as the inotify limit, is not retried).
     fn awaiting_model_folder(&self) -> bool {
-        self.model.is_some() && self.model_watcher.is_none()
+        self.model_watcher.is_none()
+            && self
+                .model
+                .as_deref()
+                .is_some_and(|model| !watch::folder_of(model).is_dir())
     }
 }
 

@@ -134,6 +134,12 @@ pub const BAD: &[(&str, &[&str])] = &[
         &["endpoints[0].load.source: is required"],
     ),
     (
+        "rule_load_on_a_rule_exempt_from_load",
+        &[
+            "endpoints[0].load: has no effect with adaptive: false (the rule's limits are not scaled by load)",
+        ],
+    ),
+    (
         "rule_prometheus_without_query",
         &["endpoints[1].load.prometheus.query: is required"],
     ),

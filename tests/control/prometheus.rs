@@ -216,8 +216,17 @@ async fn bad_queries_several_series_and_a_silent_server_are_errors() {
     );
     assert_eq!(
         QueryError::OutOfRange(50.0).to_string(),
-        "the query's value 50 is outside 0 to 1: it must be a share (divide a count of cores, \
-         a percentage or a latency by what makes it one)"
+        "the query's value 50 is outside 0 to 1 (by more than 0.25): it must be a share \
+         (divide a count of cores, a percentage or a latency by what makes it one)"
+    );
+    // A saturated backend's rate() can read a little over 1: that is 1.
+    assert_eq!(
+        query_once(
+            &client,
+            &query(url.clone(), "max(backend_cpu_ratio) * 2.04")
+        )
+        .await,
+        Ok(1.0)
     );
 
     // A proxy in front of Prometheus answering with its own error page: its status is the news.

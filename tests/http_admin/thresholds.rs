@@ -81,6 +81,26 @@ async fn thresholds_read_and_change_any_subset() {
     assert_eq!(reply.status, StatusCode::OK, "{}", reply.text);
     assert_eq!(reply.json["load_factor_override"], Value::Null);
     assert_eq!(h.engine.scale_factors().load_factor(), 1.0);
+
+    // A negative zero is zero.
+    let reply = admin(
+        &h.app,
+        Method::PUT,
+        "/v1/admin/thresholds",
+        Some(r#"{"anomaly_threshold": -0.0, "load_factor_override": -0.0}"#),
+    )
+    .await;
+    assert_eq!(reply.status, StatusCode::OK, "{}", reply.text);
+    assert!(
+        reply.text.contains(r#""anomaly_threshold":0.0"#),
+        "{}",
+        reply.text
+    );
+    assert!(
+        reply.text.contains(r#""load_factor_override":0.0"#),
+        "{}",
+        reply.text
+    );
 }
 
 #[tokio::test]

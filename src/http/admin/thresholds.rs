@@ -95,7 +95,7 @@ pub struct ThresholdsPatch {
 impl ThresholdsPatch {
     /// `current` with this patch applied, or a 400 naming the first field out of range.
     pub fn apply_to(&self, current: Thresholds) -> Result<Thresholds, Problem> {
-        let t = Thresholds {
+        let mut t = Thresholds {
             anomaly_threshold: self.anomaly_threshold.unwrap_or(current.anomaly_threshold),
             anomaly_factor: self.anomaly_factor.unwrap_or(current.anomaly_factor),
             anomaly_shadow: self.anomaly_shadow.unwrap_or(current.anomaly_shadow),
@@ -148,6 +148,17 @@ impl ThresholdsPatch {
                     "field `load_factor_override` must be null or between 0 and {MAX_FACTOR} (it is {x})"
                 ),
             )?;
+        }
+        // `-0.0` passes every range check; echoed (and logged at the next reload) as `-0`.
+        for x in [
+            &mut t.anomaly_threshold,
+            &mut t.anomaly_factor,
+            &mut t.load_low,
+        ] {
+            *x += 0.0;
+        }
+        if let Some(x) = &mut t.load_factor_override {
+            *x += 0.0;
         }
         Ok(t)
     }

@@ -97,6 +97,13 @@ pub(super) fn compile_endpoint(
         };
         Some(load_source(e, source, interval))
     });
+    if raw.load.is_some() && !adaptive {
+        // Its limits are exempt from load scaling: the source could never apply.
+        e.push(
+            &join(path, "load"),
+            "has no effect with adaptive: false (the rule's limits are not scaled by load)",
+        );
+    }
     if raw.limits.is_none() {
         e.push(&join(path, "limits"), "is required");
     }

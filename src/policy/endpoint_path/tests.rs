@@ -132,7 +132,7 @@ fn a_dot_dot_after_an_empty_segment_is_refused_by_name() {
     let err = unambiguous("/api//../export?x=1").unwrap_err();
     assert_eq!(
         err,
-        AmbiguousPath {
+        AmbiguousPath::DotsAfterEmptySegment {
             merged: "/export".to_owned(),
             kept: "/api/export".to_owned(),
         }
@@ -145,6 +145,47 @@ fn a_dot_dot_after_an_empty_segment_is_refused_by_name() {
     assert!(unambiguous("/api//%2e%2E/export").is_err());
     assert!(unambiguous("/a//..").is_err());
     assert!(unambiguous("/api%2F%2F..%2Fexport").is_err());
+}
+
+#[test]
+fn an_encoded_slash_that_makes_a_dot_segment_is_refused_by_name() {
+    // Read with `%2F` as `/`, the `..` climb out of the prefix rule's folder; kept encoded,
+    // a backend routing on the raw path serves it under `/api/export/`.
+    let err = unambiguous("/api/export/..%2F..%2Fx").unwrap_err();
+    assert_eq!(
+        err,
+        AmbiguousPath::EncodedSlash {
+            decoded: "/x".to_owned(),
+            encoded: "/api/export/..%2F..%2Fx".to_owned(),
+        }
+    );
+    assert_eq!(
+        err.to_string(),
+        "the path is ambiguous: with `%2F` read as `/` it is \"/x\" (nginx, werkzeug, Go) and \
+         \"/api/export/..%2F..%2Fx\" where `%2F` stays in its segment (Express, Rails); send \
+         the one you mean"
+    );
+    assert!(unambiguous("/api/export/%2e%2e%2F%2e%2e%2Fx").is_err());
+    assert!(unambiguous("/x/..%2Fapi/export").is_err());
+    // Where both readings name the same path, only the spelling differs: fine.
+    for fine in [
+        "/api%2Fexport",
+        "/projects/group%2Fname/issues",
+        "/a%2F%2Fb",
+        "%2Fa%2F%2F..%2Fb",
+    ] {
+        assert_eq!(unambiguous(fine), Ok(()), "{fine}");
+    }
+}
+
+#[test]
+fn a_prefix_with_an_encoded_slash_is_suggested_in_normal_form() {
+    assert_eq!(normal_prefix("/files/%2F"), "/files/");
+    assert_eq!(normal_prefix("/api/x%2F.%2F"), "/api/x/");
+    assert_eq!(normal_prefix("/a/b%2F..%2F"), "/a/");
+    for suggested in ["/files/", "/api/x/", "/a/"] {
+        assert!(is_normal_prefix(suggested), "{suggested}");
+    }
 }
 
 #[test]
@@ -167,6 +208,11 @@ fn paths_both_readings_agree_on_pass() {
 /// RFC 3986 §6.2.2.1-2, one triplet at a time, with `%2F` read as `/` as nginx reads it; a `%`
 /// starting none is `%25`.
 fn percent_oracle(path: &str) -> String {
+    percent_oracle_with(path, true)
+}
+
+/// As [`percent_oracle`], `%2F` kept (in upper case) unless `decode_slash`.
+fn percent_oracle_with(path: &str, decode_slash: bool) -> String {
     let bytes = path.as_bytes();
     let mut out = Vec::new();
     let mut i = 0;
@@ -178,7 +224,10 @@ fn percent_oracle(path: &str) -> String {
             (b'%', Some(hex)) => {
                 let text = std::str::from_utf8(hex).unwrap();
                 let byte = u8::from_str_radix(text, 16).unwrap();
-                if byte.is_ascii_alphanumeric() || b"-._~/".contains(&byte) {
+                if byte.is_ascii_alphanumeric()
+                    || b"-._~".contains(&byte)
+                    || (byte == b'/' && decode_slash)
+                {
                     out.push(byte);
                 } else {
                     out.extend(format!("%{byte:02X}").bytes());
@@ -312,11 +361,24 @@ proptest! {
         let path = &uri[..uri.find(['?', '#']).unwrap_or(uri.len())];
         let merged = oracle(path);
         let kept = dots_first_oracle(path);
+        let encoded =
+            remove_dot_segments_oracle(&merge_slashes(&percent_oracle_with(path, false)));
+        let slash_parts = path.to_ascii_uppercase().contains("%2F")
+            && merge_slashes(&encoded.replace("%2F", "/")) != merged;
         match unambiguous(&uri) {
-            Ok(()) => prop_assert_eq!(merged, kept),
+            Ok(()) => {
+                prop_assert!(!slash_parts, "{} is {} and {}", path, merged, encoded);
+                prop_assert_eq!(merged, kept);
+            }
+            Err(AmbiguousPath::EncodedSlash { decoded, encoded: shown }) => {
+                prop_assert!(slash_parts);
+                prop_assert_eq!(decoded, merged);
+                prop_assert_eq!(shown, encoded);
+            }
             Err(err) => {
+                prop_assert!(!slash_parts);
                 prop_assert_ne!(&merged, &kept);
-                prop_assert_eq!(err, AmbiguousPath { merged, kept });
+                prop_assert_eq!(err, AmbiguousPath::DotsAfterEmptySegment { merged, kept });
             }
         }
     }
