@@ -52,15 +52,19 @@ fn log_filter(default_level: &str) -> (tracing_subscriber::EnvFilter, Option<Str
     }
 }
 
-/// A directive without `=` that is no level and none of ratewarden's targets (`ratewarden`,
-/// `ratewarden::...`, `audit`, a span filter): a typo such as `verbose` or `ratewarden:debug`.
-/// Another crate's target alone is refused too: write `tower_http=trace`.
+/// A directive with a space (the filter does not trim it), or without `=` and neither a level
+/// nor one of ratewarden's targets (`ratewarden`, `ratewarden::...`, `audit`, a span filter):
+/// a typo such as `verbose`, `ratewarden:debug` or `info , warn`. Another crate's target alone
+/// is refused too: write `tower_http=trace`.
 fn stray_word(directive: &str) -> bool {
-    let directive = directive.trim();
+    // Not trimmed: the filter reads `info ` as a target, not a level.
+    if directive.contains(char::is_whitespace) {
+        return true;
+    }
     let ours = directive == "audit"
         || directive == "ratewarden"
         || directive.starts_with("ratewarden::")
-        || directive.starts_with('[');
+        || directive.contains('[');
     !directive.contains('=')
         && directive
             .parse::<tracing::level_filters::LevelFilter>()

@@ -350,6 +350,7 @@ fn a_log_level_typo_warns_instead_of_silencing_every_line() {
         "ratewarden:debug",
         "ratewarden_debug",
         "info,verbose",
+        "info , warn",
     ] {
         let stderr = run(typo);
         assert!(
@@ -368,6 +369,7 @@ fn a_log_level_typo_warns_instead_of_silencing_every_line() {
         "audit",
         "ratewarden::engine=trace",
         "info,hyper=warn",
+        "ratewarden[load]",
     ] {
         let stderr = run(fine);
         assert!(!stderr.contains("RATEWARDEN_LOG"), "{fine}: {stderr}");

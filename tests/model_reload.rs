@@ -179,10 +179,23 @@ fn a_model_in_a_folder_made_after_start_up_is_loaded() {
         Duration::from_secs(10),
     );
     wait_metric(&daemon, "ratewarden_model_file_refused 1");
+    // The folder appears while a policy reload runs: it must still be watched afterwards.
+    let mut text = std::fs::read_to_string(&policy).unwrap();
+    text.push_str("\n# touched\n");
+    std::fs::write(&policy, text).unwrap();
+    std::thread::sleep(Duration::from_millis(30));
     let later = dir.path().join("later");
     std::fs::create_dir(&later).unwrap();
-    let shipped = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("models/abuse.json");
-    std::fs::copy(&shipped, later.join("abuse.json")).unwrap();
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
+    std::fs::copy(root.join("models/abuse.json"), later.join("abuse.json")).unwrap();
     daemon.wait_for("model loaded", Duration::from_secs(10));
     wait_metric(&daemon, "ratewarden_model_file_refused 0");
+    // A retrained model copied in later is picked up by the folder's watch.
+    std::thread::sleep(Duration::from_millis(2500));
+    std::fs::copy(
+        root.join("tests/fixtures/models/gmm_small.json"),
+        later.join("abuse.json"),
+    )
+    .unwrap();
+    daemon.wait_for("kind=\"gmm\"", Duration::from_secs(10));
 }

@@ -251,6 +251,10 @@ impl Reloader {
             watches.model_watcher = model
                 .as_deref()
                 .and_then(|model| watch::file(model, "model change", tx.clone()));
+            watches.model_folder_missing = watches.model_watcher.is_none()
+                && model
+                    .as_deref()
+                    .is_some_and(|model| !watch::folder_of(model).is_dir());
             if let Some(model) = &model {
                 tracing::info!(path = %model.display(), "watching the model file");
             }
@@ -279,20 +283,19 @@ struct Watches {
     model_watcher: Option<notify::RecommendedWatcher>,
     envoy: Option<PathBuf>,
     envoy_watcher: Option<notify::RecommendedWatcher>,
+    model_folder_missing: bool,
 }
 
 /// How often a model folder that does not exist yet is looked for.
 const FOLDER_POLL: Duration = Duration::from_secs(2);
 
 impl Watches {
-    /// The policy names a model whose folder does not exist yet, so nothing watches it (a
-    /// watch that failed for another reason, such as the inotify limit, is not retried).
+    /// The model's watch could not be made because its folder did not exist: the folder is
+    /// looked for until it does (a watch that failed for another reason, such as the inotify
+    /// limit, is not retried). Set when the watch was last made, so a folder that appeared
+    /// since, during a reload, is still picked up.
     fn awaiting_model_folder(&self) -> bool {
-        self.model_watcher.is_none()
-            && self
-                .model
-                .as_deref()
-                .is_some_and(|model| !watch::folder_of(model).is_dir())
+        self.model_folder_missing
     }
 }
 
