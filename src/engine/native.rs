@@ -105,7 +105,7 @@ mod tests {
         let err = request(&[("user", "u"), ("path", "/api//../export")], Cost::ONE).unwrap_err();
         assert!(
             err.starts_with(
-                "the endpoint: the path is ambiguous: a `..` after `//` is \"/export\""
+                "the endpoint: the path is ambiguous: its `..` segment takes it to \"/export\""
             ),
             "{err}"
         );

@@ -74,7 +74,7 @@ pub fn required_text(value: Option<String>, field: &str, max: usize) -> Result<S
 }
 
 /// `path` in normal form, or a 400 naming both readings of a path servers read as two
-/// endpoints (`/api//../export`); `at` says where it was (`field \`endpoint\`: `).
+/// endpoints (`/api/export/../x`); `at` says where it was (`field \`endpoint\`: `).
 pub fn endpoint_path<'a>(path: &'a str, at: &str) -> Result<EndpointPath<'a>, Problem> {
     EndpointPath::parse(path).map_err(|e| Problem::bad_request(format!("{at}{e}")))
 }

@@ -16,10 +16,12 @@
 //! - runs of `/` are merged into one, then dot-segments are removed (§5.2.4; a `..` above the
 //!   root stays at the root), as nginx's `merge_slashes` and Go's `path.Clean` do.
 //!
-//! A `..` right after an empty segment (`/api//../export`) is where the two orders part:
-//! merging slashes first (nginx, Go) reads `/export`, RFC 3986 and WHATWG readers
-//! `/api/export`. Which one the backend serves cannot be known here, so the adapters refuse
-//! such a path ([`EndpointPath::parse`]) instead of guessing.
+//! Servers part over `..`: nginx and Go remove it with the segment before it, a backend that
+//! routes the raw path (Express's `/api/export/*`) serves `/api/export/../x` under
+//! `/api/export/`, and RFC 3986 and Go part again after an empty segment (`/api//../export`).
+//! Which one the backend does cannot be known here, and browsers and HTTP libraries never send
+//! a `..`, so the adapters refuse every path with one ([`EndpointPath::parse`]) instead of
+//! guessing; `normalise` still resolves it for recorded traffic (`replay`, `train`).
 //!
 //! Anything else is kept: case, other encodings such as `%3B`, a trailing slash. A path that
 //! does not start with `/` is kept as it is: no rule can match it (rule paths start with `/`),
@@ -45,7 +47,7 @@ impl<'a> EndpointPath<'a> {
     }
 
     /// As [`EndpointPath::new`], refusing a path servers read as two endpoints
-    /// (`/api//../export`): what the adapters use on a request's path.
+    /// (`/api/export/../x`): what the adapters use on a request's path.
     pub fn parse(raw: &'a str) -> Result<Self, AmbiguousPath> {
         unambiguous(raw)?;
         Ok(Self::new(raw))
@@ -94,7 +96,6 @@ pub fn normalise(path: &str) -> Cow<'_, str> {
     }
     Cow::Owned(resolve(
         &encoded_slashes_decoded(path),
-        Slashes::MergedFirst,
         EncodedSlash::Decoded,
     ))
 }
@@ -112,15 +113,13 @@ fn encoded_slashes_decoded(path: &str) -> Cow<'_, str> {
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum AmbiguousPath {
     #[error(
-        "the path is ambiguous: a `..` after `//` is {merged:?} where slashes are merged first \
-         (nginx, Go) and {kept:?} where they are not (RFC 3986); send the one you mean"
+        "the path is ambiguous: its `..` segment takes it to {resolved:?} where dot-segments are \
+         removed (nginx, Go) but not where the path is routed as sent (Express); send the path \
+         without `..`"
     )]
-    DotsAfterEmptySegment {
-        /// The path's normal form here: slashes merged, then dot-segments removed.
-        merged: String,
-        /// Dot-segments removed first (an empty segment is one a `..` can remove), then
-        /// slashes merged.
-        kept: String,
+    DotDotSegment {
+        /// The path's normal form here: dot-segments removed.
+        resolved: String,
     },
     #[error(
         "the path is ambiguous: with `%2F` read as `/` it is {decoded:?} (nginx, werkzeug, Go) \
@@ -134,11 +133,11 @@ pub enum AmbiguousPath {
     },
 }
 
-/// `Ok` unless `raw`'s path (before any query or fragment) reads as two endpoints: a
-/// dot-segment whose removal depends on whether empty segments count (`/api//../export`), or
-/// a `%2F` that makes or removes a segment when read as `/` (`/api/export/..%2F..%2Fx` is `/x`
-/// read so, and under `/api/export/` where it stays encoded: a prefix rule must not be dodged
-/// either way). Free for a path without `//` or `%2F`.
+/// `Ok` unless `raw`'s path (before any query or fragment) reads as two endpoints: a `..`
+/// segment in any spelling (`/api/export/../x` is `/x` to nginx and Go, and under
+/// `/api/export/` to a backend routing the raw path: a prefix rule must not be dodged either
+/// way), or a `%2F` that makes or removes a segment when read as `/` (`/a/.%2Fb`). Free for a
+/// path without `..`, `%2` or a query.
 fn unambiguous(raw: &str) -> Result<(), AmbiguousPath> {
     let raw_path = &raw[..raw.find(['?', '#']).unwrap_or(raw.len())];
     if !raw_path.starts_with('/') {
@@ -147,7 +146,7 @@ fn unambiguous(raw: &str) -> Result<(), AmbiguousPath> {
     let path = encoded_slashes_decoded(raw_path);
     if matches!(path, Cow::Owned(_)) {
         let decoded = normalise(&path);
-        let encoded = resolve(raw_path, Slashes::MergedFirst, EncodedSlash::Kept);
+        let encoded = resolve(raw_path, EncodedSlash::Kept);
         // Equal once each `%2F` is a `/` (runs of them merged): only the spelling differs.
         if merge_slash_runs(&encoded.replace("%2F", "/")) != *decoded {
             return Err(AmbiguousPath::EncodedSlash {
@@ -156,19 +155,25 @@ fn unambiguous(raw: &str) -> Result<(), AmbiguousPath> {
             });
         }
     }
-    if !path.contains("//") {
-        return Ok(());
+    if (path.contains("..") || path.contains("%2")) && path.split('/').any(is_dot_dot) {
+        return Err(AmbiguousPath::DotDotSegment {
+            resolved: normalise(&path).into_owned(),
+        });
     }
-    let merged = normalise(&path);
-    let dots_first = resolve(&path, Slashes::Kept, EncodedSlash::Decoded);
-    let kept = normalise(&dots_first);
-    if merged == kept {
-        return Ok(());
+    Ok(())
+}
+
+/// Whether `segment` is `..` once percent-normalised (`%2e%2E` too).
+fn is_dot_dot(segment: &str) -> bool {
+    if segment == ".." {
+        return true;
     }
-    Err(AmbiguousPath::DotsAfterEmptySegment {
-        merged: merged.into_owned(),
-        kept: kept.into_owned(),
-    })
+    if !segment.contains('%') || segment.len() > "%2E%2E".len() {
+        return false;
+    }
+    let mut normal = String::with_capacity(segment.len());
+    push_percent_normalised(&mut normal, segment, EncodedSlash::Decoded);
+    normal == ".."
 }
 
 /// `path` with every run of `/` merged into one.
@@ -190,17 +195,9 @@ enum EncodedSlash {
     Kept,
 }
 
-/// Whether runs of `/` are merged before dot-segments are removed, or are segments a `..`
-/// can remove (RFC 3986 §5.2.4 read literally).
-#[derive(Clone, Copy, PartialEq, Eq)]
-enum Slashes {
-    MergedFirst,
-    Kept,
-}
-
 /// `path` (starting with `/`) percent-normalised segment by segment (so `%2E%2E` is `..`),
-/// with dot-segments removed.
-fn resolve(path: &str, slashes: Slashes, encoded_slash: EncodedSlash) -> String {
+/// with runs of `/` merged, then dot-segments removed.
+fn resolve(path: &str, encoded_slash: EncodedSlash) -> String {
     let mut out = String::with_capacity(path.len());
     let mut ends_in_slash = false;
     for segment in path[1..].split('/') {
@@ -208,7 +205,7 @@ fn resolve(path: &str, slashes: Slashes, encoded_slash: EncodedSlash) -> String 
         out.push('/');
         push_percent_normalised(&mut out, segment, encoded_slash);
         let pushed = &out[start + 1..];
-        let merged = pushed.is_empty() && slashes == Slashes::MergedFirst;
+        let merged = pushed.is_empty();
         ends_in_slash = merged || matches!(pushed, "." | "..");
         match pushed {
             _ if merged => out.truncate(start),

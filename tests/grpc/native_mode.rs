@@ -222,8 +222,8 @@ async fn the_reason_a_descriptor_is_refused_is_kept_with_its_index() {
     };
     assert_eq!(
         problem,
-        "descriptors[0]: the endpoint: the path is ambiguous: a `..` after `//` is \"/export\" \
-         where slashes are merged first (nginx, Go) and \"/api/export\" where they are not \
-         (RFC 3986); send the one you mean"
+        "descriptors[0]: the endpoint: the path is ambiguous: its `..` segment takes it to \
+         \"/export\" where dot-segments are removed (nginx, Go) but not where the path is routed \
+         as sent (Express); send the path without `..`"
     );
 }

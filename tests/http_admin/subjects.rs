@@ -5,9 +5,9 @@ use crate::harness::{Reply, TOKEN, admin, check, check_with, harness};
 use axum::http::{Method, StatusCode};
 use serde_json::{Value, json};
 
-const AMBIGUOUS: &str = "the path is ambiguous: a `..` after `//` is \"/export\" where slashes \
-    are merged first (nginx, Go) and \"/api/export\" where they are not (RFC 3986); send the one \
-    you mean";
+const AMBIGUOUS: &str = "the path is ambiguous: its `..` segment takes it to \"/export\" where dot-segments are \
+    removed (nginx, Go) but not where the path is routed as sent (Express); send the path \
+    without `..`";
 
 #[tokio::test]
 async fn subject_view_shows_base_effective_and_exact_usage_without_the_raw_id() {

@@ -14,7 +14,7 @@ const SPELLINGS: [&str; 5] = [
     "/api/%65xport",
     "/api//export",
     "/api/./export",
-    "/api/x/../export",
+    "/api/%2E/export",
     "//api/export",
 ];
 
@@ -69,9 +69,9 @@ async fn batch_and_forward_auth_normalise_alike() {
 }
 
 /// What every route says of `/api//../export`, after naming where the path was.
-const AMBIGUOUS: &str = "the path is ambiguous: a `..` after `//` is \"/export\" where slashes \
-    are merged first (nginx, Go) and \"/api/export\" where they are not (RFC 3986); send the one \
-    you mean";
+const AMBIGUOUS: &str = "the path is ambiguous: its `..` segment takes it to \"/export\" where dot-segments are \
+    removed (nginx, Go) but not where the path is routed as sent (Express); send the path \
+    without `..`";
 
 #[tokio::test]
 async fn a_path_servers_read_two_ways_is_refused_and_counts_nothing() {
@@ -123,13 +123,19 @@ async fn a_path_servers_read_two_ways_is_refused_and_counts_nothing() {
         let reply = check(&app, json!({"user": "gina", "endpoint": endpoint})).await;
         assert_eq!(reply.json()["remaining"], remaining, "{endpoint}");
     }
-    // A `..` both readings agree on passes.
+    // Every `..` is refused: a backend routing the raw path (Express's `/api/export/*`)
+    // serves this one as an export, nginx and Go as a search.
     let reply = check(
         &app,
-        json!({"user": "gina", "endpoint": "/api//x/../export"}),
+        json!({"user": "gina", "endpoint": "/api/export/../search"}),
     )
     .await;
-    assert_eq!(reply.json()["policy"], "endpoint:/api/export/export");
+    reply.assert_problem(
+        StatusCode::BAD_REQUEST,
+        "field `endpoint`: the path is ambiguous: its `..` segment takes it to \"/api/search\" \
+         where dot-segments are removed (nginx, Go) but not where the path is routed as sent \
+         (Express); send the path without `..`",
+    );
 }
 
 #[tokio::test]
@@ -156,7 +162,7 @@ async fn a_report_counts_against_the_rule_its_spelling_normalises_to() {
         "  - path: /api/export\n    load: { source: upstream, upstream: { latency_target: 2s } }\n",
     );
     let app = crate::common::http::app(&yaml);
-    for (endpoint, status) in [("/api/x/../export", 503), ("/api/%2e/export", 200)] {
+    for (endpoint, status) in [("/api//export", 503), ("/api/%2e/export", 200)] {
         let report =
             json!({"user": "erin", "endpoint": endpoint, "status": status, "latency_ms": 12});
         let reply = post_json(&app.router, "/v1/report", &report).await;
