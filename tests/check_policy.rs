@@ -143,6 +143,8 @@ fn many_errors_names_each_path_in_file_order() {
             "endpoints[0].path",
             "endpoints[1].key",
             "endpoints[1].limits[0].burst",
+            "adaptive.load.upstream.latency_target",
+            "adaptive.load.upstream.error_target",
             "adaptive.anomaly.threshold",
         ]
     );

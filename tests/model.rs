@@ -206,6 +206,25 @@ fn corrupt_or_incompatible_model_files_are_refused_naming_the_problem() {
             "parameters.weights has 10 values, expected 11",
         ),
         ("missing_parameters.json", "missing `parameters`"),
+        ("missing_intercept.json", "missing `parameters.intercept`"),
+        (
+            "missing_preprocessing_mean.json",
+            "missing `preprocessing.mean`",
+        ),
+        (
+            "format_version_as_number.json",
+            "format_version: invalid type: integer `3`, expected a string at line 3 column 21",
+        ),
+        (
+            "misspelt_top_level_key.json",
+            "preprocesing: unknown field `preprocesing`, expected one of `format`, `format_version`, \
+             `version`, `kind`, `features`, `preprocessing`, `evidence`, `parameters`, `training`, \
+             `evaluation` at line 115 column 16",
+        ),
+        (
+            "weight_as_string.json",
+            "parameters.weights[3]: invalid type: string \"0.5\", expected f64",
+        ),
         (
             "gmm_precision_not_positive_definite.json",
             "parameters.components[1]: precision is not positive definite",

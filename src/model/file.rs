@@ -49,7 +49,7 @@ pub enum Problem {
     #[error("not valid JSON: {0}")]
     Json(String),
     #[error("missing `{0}`")]
-    Missing(&'static str),
+    Missing(String),
     #[error("not a ratewarden abuse model (format is {0:?}, expected \"{FORMAT}\")")]
     Format(String),
     #[error("format_version {0:?} is not supported (this build reads \"{FORMAT_VERSION}\")")]
@@ -87,6 +87,7 @@ pub enum Problem {
 
 /// The file as written; numbers are `Option` so a `null` is named on reading.
 #[derive(Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
 struct RawModel {
     format: Option<String>,
     format_version: Option<String>,
@@ -103,20 +104,32 @@ struct RawModel {
 }
 
 #[derive(Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
 struct RawPreprocessing {
-    transforms: Vec<Transform>,
-    mean: Vec<Option<f64>>,
-    scale: Vec<Option<f64>>,
+    transforms: Option<Vec<Transform>>,
+    mean: Option<Vec<Option<f64>>>,
+    scale: Option<Vec<Option<f64>>>,
     low: Option<Vec<Option<f64>>>,
     high: Option<Vec<Option<f64>>>,
+}
+
+/// A number that must be there: `None` when the key is absent, `Some(None)` for a `null`.
+type Required = Option<Option<f64>>;
+
+/// Reads a present key (a `null` too) as `Some`, so that an absent one stays `None`.
+fn present<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Required, D::Error> {
+    Option::<f64>::deserialize(d).map(Some)
 }
 
 #[derive(Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 struct RawEvidence {
-    half_weight_requests: Option<f64>,
-    max_logit: Option<f64>,
-    prior_logit: Option<f64>,
+    #[serde(default, deserialize_with = "present")]
+    half_weight_requests: Required,
+    #[serde(default, deserialize_with = "present")]
+    max_logit: Required,
+    #[serde(default, deserialize_with = "present")]
+    prior_logit: Required,
 }
 
 #[derive(Serialize, Deserialize)]
@@ -125,7 +138,8 @@ struct RawLogistic {
     weights: Vec<Option<f64>>,
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     interactions: Vec<Option<f64>>,
-    intercept: Option<f64>,
+    #[serde(default, deserialize_with = "present")]
+    intercept: Required,
 }
 
 #[derive(Serialize, Deserialize)]
@@ -138,21 +152,22 @@ struct RawMixture {
 #[derive(Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 struct RawComponent {
-    weight: Option<f64>,
+    #[serde(default, deserialize_with = "present")]
+    weight: Required,
     mean: Vec<Option<f64>>,
     precision: Vec<Vec<Option<f64>>>,
 }
 
 /// Parses a model file's text.
 pub fn parse(text: &str) -> Result<Model, Problem> {
-    let raw: RawModel = serde_json::from_str(text).map_err(|e| Problem::Json(e.to_string()))?;
-    let format = raw.format.ok_or(Problem::Missing("format"))?;
+    let mut de = serde_json::Deserializer::from_str(text);
+    let raw: RawModel = serde_path_to_error::deserialize(&mut de).map_err(|e| at_path("", e))?;
+    de.end().map_err(|e| Problem::Json(e.to_string()))?;
+    let format = raw.format.ok_or(missing("format"))?;
     if format != FORMAT {
         return Err(Problem::Format(format));
     }
-    let format_version = raw
-        .format_version
-        .ok_or(Problem::Missing("format_version"))?;
+    let format_version = raw.format_version.ok_or(missing("format_version"))?;
     if format_version == "1" {
         return Err(Problem::RetiredVersion);
     }
@@ -162,25 +177,25 @@ pub fn parse(text: &str) -> Result<Model, Problem> {
     if format_version != FORMAT_VERSION {
         return Err(Problem::FormatVersion(format_version));
     }
-    let version = raw.version.ok_or(Problem::Missing("version"))?;
+    let version = raw.version.ok_or(missing("version"))?;
     if version.trim().is_empty() {
         return Err(field("version", "must not be empty"));
     }
     let kind: ModelKind = raw
         .kind
-        .ok_or(Problem::Missing("kind"))?
+        .ok_or(missing("kind"))?
         .parse()
         .map_err(Problem::UnknownKind)?;
-    let features = raw.features.ok_or(Problem::Missing("features"))?;
+    let features = raw.features.ok_or(missing("features"))?;
     if features != FEATURE_NAMES {
         return Err(Problem::Features {
             found: features,
             expected: FEATURE_NAMES.iter().map(|s| s.to_string()).collect(),
         });
     }
-    let scaler = preprocessing(raw.preprocessing.ok_or(Problem::Missing("preprocessing"))?)?;
-    let evidence = evidence(raw.evidence.ok_or(Problem::Missing("evidence"))?)?;
-    let parameters = raw.parameters.ok_or(Problem::Missing("parameters"))?;
+    let scaler = preprocessing(raw.preprocessing.ok_or(missing("preprocessing"))?)?;
+    let evidence = evidence(raw.evidence.ok_or(missing("evidence"))?)?;
+    let parameters = raw.parameters.ok_or(missing("parameters"))?;
     let scorer = match kind {
         ModelKind::Logistic => Scorer::Logistic(logistic(parameters)?),
         ModelKind::Gmm => Scorer::Mixture(mixture(parameters)?),
@@ -201,14 +216,14 @@ pub fn render(model: &Model) -> String {
         Scorer::Logistic(l) => serde_json::to_value(RawLogistic {
             weights: l.weights.iter().map(|w| Some(*w)).collect(),
             interactions: l.interactions.iter().map(|w| Some(*w)).collect(),
-            intercept: Some(l.intercept),
+            intercept: Some(Some(l.intercept)),
         }),
         Scorer::Mixture(m) => serde_json::to_value(RawMixture {
             components: m
                 .components
                 .iter()
                 .map(|c| RawComponent {
-                    weight: Some(c.weight),
+                    weight: Some(Some(c.weight)),
                     mean: c.mean.iter().map(|v| Some(*v)).collect(),
                     precision: c
                         .precision
@@ -228,16 +243,16 @@ pub fn render(model: &Model) -> String {
         kind: Some(model.kind().label().into()),
         features: Some(FEATURE_NAMES.iter().map(|s| s.to_string()).collect()),
         preprocessing: Some(RawPreprocessing {
-            transforms: model.scaler.transforms.to_vec(),
-            mean: model.scaler.mean.iter().map(|v| Some(*v)).collect(),
-            scale: model.scaler.scale.iter().map(|v| Some(*v)).collect(),
+            transforms: Some(model.scaler.transforms.to_vec()),
+            mean: Some(model.scaler.mean.iter().map(|v| Some(*v)).collect()),
+            scale: Some(model.scaler.scale.iter().map(|v| Some(*v)).collect()),
             low: Some(model.scaler.low.iter().map(|v| Some(*v)).collect()),
             high: Some(model.scaler.high.iter().map(|v| Some(*v)).collect()),
         }),
         evidence: Some(RawEvidence {
-            half_weight_requests: Some(model.evidence.half_weight_requests),
-            max_logit: Some(model.evidence.max_logit),
-            prior_logit: Some(model.evidence.prior_logit),
+            half_weight_requests: Some(Some(model.evidence.half_weight_requests)),
+            max_logit: Some(Some(model.evidence.max_logit)),
+            prior_logit: Some(Some(model.evidence.prior_logit)),
         }),
         parameters: Some(parameters),
         training: model.training.clone(),
@@ -253,6 +268,28 @@ fn field(name: &str, problem: &str) -> Problem {
         field: name.into(),
         problem: problem.into(),
     }
+}
+
+fn missing(name: &str) -> Problem {
+    Problem::Missing(name.to_owned())
+}
+
+/// A serde error at a key of the file (or of `parameters`, `under`) named by its path; a
+/// syntax error is the file's.
+fn at_path(under: &str, e: serde_path_to_error::Error<serde_json::Error>) -> Problem {
+    let path = e.path().to_string();
+    let inner = e.into_inner();
+    match (inner.is_data(), path.as_str(), under) {
+        (false, _, _) | (true, ".", "") => Problem::Json(inner.to_string()),
+        (true, ".", _) => field(under, &inner.to_string()),
+        (true, _, "") => field(&path, &inner.to_string()),
+        (true, _, _) => field(&format!("{under}.{path}"), &inner.to_string()),
+    }
+}
+
+/// A key that must hold a finite number: absent is missing, `null` is not finite.
+fn required(name: impl Fn() -> String, value: Required) -> Result<f64, Problem> {
+    finite(&name, value.ok_or_else(|| Problem::Missing(name()))?)
 }
 
 fn finite(name: impl Fn() -> String, value: Option<f64>) -> Result<f64, Problem> {
@@ -278,15 +315,22 @@ fn numbers<const N: usize>(name: &str, values: &[Option<f64>]) -> Result<[f64; N
 }
 
 fn preprocessing(raw: RawPreprocessing) -> Result<Scaler, Problem> {
-    let count = raw.transforms.len();
+    let raw_transforms = raw.transforms.ok_or(missing("preprocessing.transforms"))?;
+    let count = raw_transforms.len();
     let transforms: [Transform; FEATURE_COUNT] =
-        raw.transforms.try_into().map_err(|_| Problem::Length {
+        raw_transforms.try_into().map_err(|_| Problem::Length {
             field: "preprocessing.transforms".into(),
             found: count,
             expected: FEATURE_COUNT,
         })?;
-    let mean = numbers("preprocessing.mean", &raw.mean)?;
-    let scale = numbers("preprocessing.scale", &raw.scale)?;
+    let mean = numbers(
+        "preprocessing.mean",
+        &raw.mean.ok_or(missing("preprocessing.mean"))?,
+    )?;
+    let scale = numbers(
+        "preprocessing.scale",
+        &raw.scale.ok_or(missing("preprocessing.scale"))?,
+    )?;
     if let Some(i) = scale.iter().position(|s| *s <= 0.0) {
         return Err(field(
             &format!("preprocessing.scale[{i}]"),
@@ -295,11 +339,11 @@ fn preprocessing(raw: RawPreprocessing) -> Result<Scaler, Problem> {
     }
     let low = numbers(
         "preprocessing.low",
-        &raw.low.ok_or(Problem::Missing("preprocessing.low"))?,
+        &raw.low.ok_or(missing("preprocessing.low"))?,
     )?;
     let high = numbers(
         "preprocessing.high",
-        &raw.high.ok_or(Problem::Missing("preprocessing.high"))?,
+        &raw.high.ok_or(missing("preprocessing.high"))?,
     )?;
     if let Some(i) = (0..FEATURE_COUNT).find(|&i| low[i] > high[i]) {
         return Err(field(
@@ -318,12 +362,12 @@ fn preprocessing(raw: RawPreprocessing) -> Result<Scaler, Problem> {
 
 fn evidence(raw: RawEvidence) -> Result<Evidence, Problem> {
     let evidence = Evidence {
-        half_weight_requests: finite(
+        half_weight_requests: required(
             || "evidence.half_weight_requests".into(),
             raw.half_weight_requests,
         )?,
-        max_logit: finite(|| "evidence.max_logit".into(), raw.max_logit)?,
-        prior_logit: finite(|| "evidence.prior_logit".into(), raw.prior_logit)?,
+        max_logit: required(|| "evidence.max_logit".into(), raw.max_logit)?,
+        prior_logit: required(|| "evidence.prior_logit".into(), raw.prior_logit)?,
     };
     evidence
         .check()
@@ -332,10 +376,7 @@ fn evidence(raw: RawEvidence) -> Result<Evidence, Problem> {
 }
 
 fn parameters<T: serde::de::DeserializeOwned>(value: serde_json::Value) -> Result<T, Problem> {
-    serde_json::from_value(value).map_err(|e| Problem::Field {
-        field: "parameters".into(),
-        problem: e.to_string(),
-    })
+    serde_path_to_error::deserialize(value).map_err(|e| at_path("parameters", e))
 }
 
 fn logistic(value: serde_json::Value) -> Result<Logistic, Problem> {
@@ -348,7 +389,7 @@ fn logistic(value: serde_json::Value) -> Result<Logistic, Problem> {
     Ok(Logistic {
         weights: numbers("parameters.weights", &raw.weights)?,
         interactions,
-        intercept: finite(|| "parameters.intercept".into(), raw.intercept)?,
+        intercept: required(|| "parameters.intercept".into(), raw.intercept)?,
     })
 }
 
@@ -357,7 +398,7 @@ fn mixture(value: serde_json::Value) -> Result<Mixture, Problem> {
     let mut components = Vec::with_capacity(raw.components.len());
     for (k, c) in raw.components.iter().enumerate() {
         let at = format!("parameters.components[{k}]");
-        let weight = finite(|| format!("{at}.weight"), c.weight)?;
+        let weight = required(|| format!("{at}.weight"), c.weight)?;
         let mean = numbers(&format!("{at}.mean"), &c.mean)?;
         if c.precision.len() != FEATURE_COUNT {
             return Err(Problem::Length {

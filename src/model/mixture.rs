@@ -21,6 +21,9 @@ pub const QUANTILES: usize = 1001;
 /// The most components a model may have (scoring keeps them on the stack).
 pub const MAX_COMPONENTS: usize = 16;
 
+/// The fewest rows per Gaussian a mixture is fitted on.
+const MIN_ROWS_PER_COMPONENT: usize = 10;
+
 /// Added to the covariances' diagonals (in standardised units): keeps a column that is
 /// nearly constant in the training traffic (denials, say) from making a component a spike.
 const REG_COVARIANCE: f64 = 1e-2;
@@ -156,6 +159,16 @@ impl Mixture {
     /// Fits `components` Gaussians (full covariance) to standardised rows with linfa, then
     /// stores the quantiles of the rows' own log-likelihoods.
     pub fn fit(rows: &[[f64; D]], components: usize) -> Result<Mixture, TrainError> {
+        // linfa's k-means start panics on no rows; a handful per Gaussian is the least that
+        // estimates anything.
+        let needed = MIN_ROWS_PER_COMPONENT * components;
+        if rows.len() < needed {
+            return Err(TrainError::TooFewRows {
+                rows: rows.len(),
+                needed,
+                components,
+            });
+        }
         let records = Array2::from_shape_fn((rows.len(), D), |(i, j)| rows[i][j]);
         let dataset = DatasetBase::from(records);
         let gmm = GaussianMixtureModel::params(components)
@@ -191,4 +204,27 @@ fn row(view: ArrayView1<f64>) -> [f64; D] {
 
 fn square(view: ArrayView2<f64>) -> [[f64; D]; D] {
     std::array::from_fn(|i| std::array::from_fn(|j| view[[i, j]]))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn too_few_rows_are_refused_by_name() {
+        for (rows, components) in [(0, 1), (9, 1), (19, 2)] {
+            let err = Mixture::fit(&vec![[0.5; D]; rows], components).unwrap_err();
+            assert_eq!(
+                err.to_string(),
+                format!(
+                    "the gmm kind needs at least {} feature samples (10 per component, \
+                     --components {components}) in the fitting and calibration part (80 % of \
+                     the subjects, split by --seed), and there are {rows}: train on longer or \
+                     busier traffic, or ask for fewer components",
+                    10 * components
+                )
+            );
+        }
+        assert!(Mixture::fit(&vec![[0.5; D]; 10], 1).is_ok());
+    }
 }

@@ -88,6 +88,7 @@ impl FromStr for ModelKind {
 
 /// What produced a model (stored in the file for the model card and for audits).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
 pub struct Training {
     /// The traffic file's name.
     pub data: String,

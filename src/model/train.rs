@@ -39,6 +39,14 @@ pub enum TrainError {
         "the logistic kind needs normal and abusive subjects with at least min_requests in a window in both the fitting and the calibration part (60 % and 20 % of the subjects, split by --seed), and one of them has only one kind: train on more abusive subjects, or try another --seed"
     )]
     OneClass,
+    #[error(
+        "the gmm kind needs at least {needed} feature samples (10 per component, --components {components}) in the fitting and calibration part (80 % of the subjects, split by --seed), and there are {rows}: train on longer or busier traffic, or ask for fewer components"
+    )]
+    TooFewRows {
+        rows: usize,
+        needed: usize,
+        components: usize,
+    },
     #[error("components must be 1 to {MAX_COMPONENTS}")]
     Components,
     #[error("logistic regression failed: {0}")]

@@ -16,7 +16,6 @@ use crate::yaml::parse;
 use limits::{compile_endpoint, compile_tier, limits};
 use load_source::written_interval;
 use serde_yaml_ng::Value;
-use std::collections::HashSet;
 use std::num::NonZeroU64;
 use std::path::Path;
 use std::time::Duration;
@@ -109,24 +108,44 @@ fn default_tier(e: &mut Errors, raw: &RawPolicy, tiers: &[Tier]) -> Option<usize
 }
 
 fn endpoints(e: &mut Errors, raw: &RawPolicy, interval: Duration) -> Vec<EndpointRule> {
-    let mut endpoints = Vec::new();
-    let mut seen_paths = HashSet::new();
+    let mut endpoints: Vec<(usize, EndpointRule)> = Vec::new();
     for (i, raw_rule) in raw.endpoints.iter().flatten().enumerate() {
         let path = format!("endpoints[{i}]");
-        if let Some(rule) = compile_endpoint(e, &path, raw_rule, interval) {
-            if !seen_paths.insert(rule.pattern.clone()) {
-                e.push(
-                    &join(&path, "path"),
-                    format!(
-                        "\"{}\" is already matched by an earlier rule",
-                        rule.pattern.display()
-                    ),
-                );
-            }
-            endpoints.push(rule);
+        let Some(rule) = compile_endpoint(e, &path, raw_rule, interval) else {
+            continue;
+        };
+        // First match wins: a rule every path of which an earlier rule takes never matches.
+        if let Some((earlier, by)) = endpoints
+            .iter()
+            .find(|(_, earlier)| covers(&earlier.pattern, &rule.pattern))
+        {
+            let shown = rule.pattern.display();
+            let problem = match by.pattern == rule.pattern {
+                true => format!(
+                    "\"{shown}\" is already matched by an earlier rule (endpoints[{earlier}])"
+                ),
+                false => format!(
+                    "\"{shown}\" is already matched by an earlier rule (endpoints[{earlier}], \
+                     \"{}\"): first match wins, so put it before that rule",
+                    by.pattern.display()
+                ),
+            };
+            e.push(&join(&path, "path"), problem);
         }
+        endpoints.push((i, rule));
     }
-    endpoints
+    endpoints.into_iter().map(|(_, rule)| rule).collect()
+}
+
+/// Whether every path `later` matches is matched by `earlier` already.
+fn covers(earlier: &PathPattern, later: &PathPattern) -> bool {
+    match (earlier, later) {
+        (PathPattern::Prefix(prefix), PathPattern::Exact(path) | PathPattern::Prefix(path)) => {
+            path.starts_with(prefix.as_str())
+        }
+        (PathPattern::Exact(a), PathPattern::Exact(b)) => a == b,
+        _ => false,
+    }
 }
 
 fn default_endpoint(e: &mut Errors, raw: &RawPolicy) -> EndpointRule {

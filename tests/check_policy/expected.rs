@@ -238,7 +238,14 @@ pub const BAD: &[(&str, &[&str])] = &[
     ),
     (
         "duplicate_endpoint_path",
-        &["endpoints[2].path: \"/login\" is already matched by an earlier rule"],
+        &["endpoints[2].path: \"/login\" is already matched by an earlier rule (endpoints[0])"],
+    ),
+    (
+        "rule_behind_an_earlier_prefix_rule",
+        &[
+            "endpoints[1].path: \"/api/export\" is already matched by an earlier rule \
+             (endpoints[0], \"/api/*\"): first match wins, so put it before that rule",
+        ],
     ),
     (
         "bad_key_scope",
@@ -269,7 +276,7 @@ pub const BAD: &[(&str, &[&str])] = &[
     ("many_errors", MANY_ERRORS),
 ];
 
-/// `many_errors.yaml`: nine independent mistakes, all reported, in file order.
+/// `many_errors.yaml`: eleven independent mistakes, all reported, in file order.
 pub const MANY_ERRORS: &[&str] = &[
     concat!(
         "store.url: unsupported store \"memcached://localhost\" ",
@@ -286,6 +293,8 @@ pub const MANY_ERRORS: &[&str] = &[
     "endpoints[0].path: \"api/search\" must start with /",
     "endpoints[1].key: unknown key scope \"phone\" (expected user or ip)",
     "endpoints[1].limits[0].burst: applies only to token_bucket and gcra",
+    "adaptive.load.upstream.latency_target: is required when adaptive.load.source is upstream",
+    "adaptive.load.upstream.error_target: must be greater than 0 and at most 1",
     "adaptive.anomaly.threshold: must be between 0 and 1",
 ];
 

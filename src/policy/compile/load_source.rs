@@ -106,10 +106,13 @@ fn upstream(e: &mut Errors, parent: &str, raw: &RawUpstream) -> Option<UpstreamT
             .count(&join(path, "min_reports"), v, 1, MAX_COUNT)
             .unwrap_or(10),
     };
+    // Every key is checked before a missing one ends the block: errors are collected.
+    let percentile = e.number(&join(path, "percentile"), &raw.percentile, 0.9, share);
+    let error_target = e.number(&join(path, "error_target"), &raw.error_target, 0.05, share);
     Some(UpstreamTargets {
-        percentile: e.number(&join(path, "percentile"), &raw.percentile, 0.9, share),
+        percentile,
         latency_target: latency_target?,
-        error_target: e.number(&join(path, "error_target"), &raw.error_target, 0.05, share),
+        error_target,
         min_reports,
     })
 }
