@@ -5,10 +5,10 @@
 //! Lowest layer first (a module imports only from the layers above it in this list; see
 //! `docs/architecture.md` and `tests/layering.rs`):
 //!
-//! - [`limit`]: what a limit is and what it is counted per: limits, rates, algorithms' names,
-//!   subject and limit hashes.
 //! - [`clock`]: injected time, in microseconds since the epoch.
 //! - [`metrics`]: the one Prometheus `Metrics` struct, passed down; plain label values in.
+//! - [`limit`]: what a limit is and what it is counted per: limits, rates, algorithms' names,
+//!   subject and limit hashes.
 //! - [`algorithm`]: the five algorithms as pure functions of (state, now, rate, cost).
 //! - [`store`]: where usage lives: the [`store::Store`] trait, the embedded store, and the Redis
 //!   store (one Lua function call per request; Redis Cluster; a primary named by Redis Sentinel).

@@ -1,9 +1,11 @@
 //! What the engine enforces: a policy file and the envoyproxy/ratelimit folder it names, read
 //! from disk and compiled together.
 //!
-//! The two compilers ([`crate::policy`], [`crate::envoy_config`]) read no file, so a fuzz target
-//! or a test hands them text; this module is the one place that reads the files, for `serve`,
-//! its reloads, `check-policy` and `replay` alike.
+//! The two compilers ([`crate::policy`], [`crate::envoy_config`]) compile text, so a fuzz target
+//! or a test hands them text; this module reads the policy file and the envoy folder, for
+//! `serve`, its reloads, `check-policy` and `replay` alike. One file is read by the policy
+//! compiler itself: the `store.tls_ca` PEM file (relative to the policy file's folder), so that
+//! a CA the daemon could not use is refused with the policy.
 
 use crate::envoy_config::{EnvoyConfig, EnvoyConfigError, EnvoyConfigErrors};
 use crate::policy::{Policy, PolicyErrors};

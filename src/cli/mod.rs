@@ -1,5 +1,6 @@
 //! The command line: `serve`, `check-policy`, `simulate`, `train` and `replay`. Every `serve`
-//! flag (and `--policy` anywhere) also reads `RATEWARDEN_<FLAG>`.
+//! flag also reads `RATEWARDEN_<FLAG>`, and so do `--policy` of `train` and `replay` and
+//! `--hash-key` of `replay`; `check-policy` takes its file as an argument, with no variable.
 //!
 //! Each command's flags are the clap struct of the module that runs it, used as parsed.
 

@@ -1,8 +1,10 @@
 //! The HTTP adapter: translates HTTP requests into engine calls and decisions back.
 //!
 //! Every route is registered through utoipa so `/openapi.json` describes exactly what is
-//! served. Every 4xx and 5xx is `application/problem+json`, including those produced outside
-//! the handlers (unknown route, wrong method, timeout, panic).
+//! served. Every 4xx and 5xx the router answers is `application/problem+json`, including those
+//! produced outside the handlers (unknown route, wrong method, timeout, panic). Requests hyper
+//! refuses before the router sees them (431 for oversized headers, 414, 400 for malformed HTTP)
+//! get hyper's answer: an empty body and no content type.
 
 mod admin;
 mod auth;
