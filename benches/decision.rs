@@ -58,8 +58,17 @@ fn bench(c: &mut Criterion) {
 
         if subjects == 1 && std::env::var_os("RATEWARDEN_BENCH_PARTS").is_some() {
             let hasher = SubjectHasher::from_secret("parts");
-            group.bench_function("part_keyed_hash", |b| {
+            group.bench_function("part_keyed_hash_cached", |b| {
                 b.iter(|| black_box(hasher.user(black_box("user-0"))))
+            });
+            // Four times the hasher's 65,536 cached ids, cycled: nearly every call misses.
+            let many: Vec<String> = (0..262_144).map(|i| format!("uncached-{i}")).collect();
+            let mut k = 0;
+            group.bench_function("part_keyed_hash_uncached", |b| {
+                b.iter(|| {
+                    k = (k + 1) % many.len();
+                    black_box(hasher.user(&many[k]))
+                })
             });
             group.bench_function("part_plan", |b| {
                 b.iter(|| {

@@ -131,8 +131,9 @@ pub struct AnomalySettings {
 }
 
 impl Policy {
-    /// Compiles a policy from YAML text; relative paths resolve against `base_dir`. Reads no
-    /// file: `rules::load` reads the policy file and its envoy folder.
+    /// Compiles a policy from YAML text; relative paths resolve against `base_dir`. Reads one
+    /// file, `store.tls_ca`'s certificates; `rules::load` reads the policy file and its envoy
+    /// folder.
     pub fn from_yaml(text: &str, base_dir: &Path) -> Result<Policy, PolicyErrors> {
         compile::compile(text, base_dir)
     }

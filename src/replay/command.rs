@@ -84,6 +84,10 @@ pub enum ReplayError {
     Stdout(std::io::Error),
     #[error("{path}: no folder {folder} to write it in")]
     NoFolder { path: PathBuf, folder: PathBuf },
+    #[error("{0}: is a folder; name a file to write")]
+    OutputIsFolder(PathBuf),
+    #[error("--plot {0}: the plot is drawn as PNG or JPEG; name a .png, .jpg or .jpeg file")]
+    PlotFormat(PathBuf),
 }
 
 fn bar(len: u64, template: &str) -> ProgressBar {
@@ -101,7 +105,7 @@ pub fn run(args: &ReplayArgs) -> Result<Report, ReplayError> {
         errors: e.after_heading(),
     })?;
     refuse_header_for_combined(&args.logs, args.format, args.subject.as_ref())?;
-    refuse_missing_folders(args)?;
+    refuse_unwritable_outputs(args)?;
     for path in &args.logs {
         std::fs::metadata(path).map_err(|error| ReadError::Open {
             path: path.clone(),
@@ -197,10 +201,23 @@ fn print_table(table: &str) -> Result<(), ReplayError> {
     }
 }
 
-/// An output whose folder is missing is refused before the replay, not after it.
-fn refuse_missing_folders(args: &ReplayArgs) -> Result<(), ReplayError> {
+/// An output that could not be written (its folder missing, a folder itself, a plot in a
+/// format it cannot be drawn in) is refused before the replay, not after it.
+fn refuse_unwritable_outputs(args: &ReplayArgs) -> Result<(), ReplayError> {
+    if let Some(path) = &args.plot {
+        let extension = path
+            .extension()
+            .and_then(|e| e.to_str())
+            .unwrap_or_default();
+        if !["png", "jpg", "jpeg"].contains(&extension.to_ascii_lowercase().as_str()) {
+            return Err(ReplayError::PlotFormat(path.clone()));
+        }
+    }
     let outputs = [&args.report, &args.plot, &args.decisions];
     for path in outputs.into_iter().flatten() {
+        if path.is_dir() {
+            return Err(ReplayError::OutputIsFolder(path.clone()));
+        }
         let folder = match path.parent() {
             Some(folder) if !folder.as_os_str().is_empty() => folder,
             _ => continue,

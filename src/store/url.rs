@@ -64,7 +64,25 @@ impl StoreUrl {
         match self {
             StoreUrl::Memory => "memory://".to_owned(),
             StoreUrl::Redis(url) => redacted(url),
-            StoreUrl::RedisCluster(nodes) => redacted(&nodes.join(",")),
+            StoreUrl::RedisCluster(nodes) => {
+                // As written: one `+cluster` scheme, then the nodes without theirs.
+                let tls = nodes.iter().any(|n| n.starts_with("rediss://"));
+                let scheme = if tls {
+                    "rediss+cluster"
+                } else {
+                    "redis+cluster"
+                };
+                let hosts: Vec<String> = nodes
+                    .iter()
+                    .map(|n| {
+                        let shown = redacted(n);
+                        shown
+                            .split_once("://")
+                            .map_or(shown.clone(), |(_, rest)| rest.to_owned())
+                    })
+                    .collect();
+                format!("{scheme}://{}", hosts.join(","))
+            }
             StoreUrl::RedisSentinel(url) => url.to_string(),
         }
     }
@@ -227,6 +245,15 @@ mod tests {
             "redis://u:***@h1:7000,redis://v:***@h2:7001"
         );
         assert_eq!(redacted("memory://"), "memory://");
+        let shown = |url: &str| StoreUrl::parse(url).unwrap().redacted();
+        assert_eq!(
+            shown("redis+cluster://app:pw@h1:7000,h2:7001"),
+            "redis+cluster://app:***@h1:7000,app:***@h2:7001"
+        );
+        assert_eq!(
+            shown("rediss+cluster://h1:7000"),
+            "rediss+cluster://h1:7000"
+        );
     }
 
     #[test]

@@ -170,7 +170,7 @@ fn an_output_in_a_missing_folder_is_refused_before_replaying() {
     let log = dir.path().join("not-there.log");
     for flag in ["--report", "--plot", "--decisions"] {
         let folder = dir.path().join("no-such-folder");
-        let out = folder.join("out");
+        let out = folder.join("out.png");
         replay(
             &[
                 "--policy",
@@ -186,6 +186,37 @@ fn an_output_in_a_missing_folder_is_refused_before_replaying() {
             "error: {}: no folder {} to write it in\n",
             out.display(),
             folder.display()
+        ));
+    }
+}
+
+#[test]
+fn a_plot_it_cannot_draw_and_an_output_that_is_a_folder_are_refused_before_replaying() {
+    let dir = tempfile::tempdir().unwrap();
+    let policy = example_policy();
+    let log = dir.path().join("not-there.log");
+    let args = |flag: &str, out: &str| {
+        replay(
+            &[
+                "--policy",
+                policy.to_str().unwrap(),
+                "--log",
+                log.to_str().unwrap(),
+                flag,
+                out,
+            ],
+            &[],
+        )
+    };
+    let text = dir.path().join("sweep.txt");
+    args("--plot", text.to_str().unwrap()).assert_fails_with(&format!(
+        "error: --plot {}: the plot is drawn as PNG or JPEG; name a .png, .jpg or .jpeg file\n",
+        text.display()
+    ));
+    let folder = dir.path().to_str().unwrap();
+    for flag in ["--report", "--decisions"] {
+        args(flag, folder).assert_fails_with(&format!(
+            "error: {folder}: is a folder; name a file to write\n"
         ));
     }
 }
