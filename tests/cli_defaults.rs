@@ -60,6 +60,19 @@ fn check_policy_refuses_a_missing_or_corrupt_model() {
         "p.yaml: adaptive.anomaly.model: cannot read model file model.json: No such file or directory (os error 2)\n"
     );
 
+    // Another error does not hide the model's: both are named at once.
+    std::fs::write(
+        dir.path().join("two.yaml"),
+        POLICY.replace("requests: 100", "requests: 0"),
+    )
+    .unwrap();
+    let two = ratewarden(dir.path(), &["check-policy", "two.yaml"]);
+    assert_eq!(
+        text(&two.stdout),
+        "two.yaml: tiers.free.limits[0].requests: must be at least 1\n\
+         two.yaml: adaptive.anomaly.model: cannot read model file model.json: No such file or directory (os error 2)\n"
+    );
+
     std::fs::write(&model, "{ not json").unwrap();
     let corrupt = ratewarden(dir.path(), &["check-policy", "p.yaml"]);
     assert_eq!(corrupt.status.code(), Some(1));
@@ -121,6 +134,35 @@ fn train_names_a_missing_data_file_once() {
         ),
         "{stderr}"
     );
+}
+
+#[test]
+fn train_names_an_empty_a_gzip_and_a_combined_data_file() {
+    let dir = tempfile::tempdir().unwrap();
+    let cases: [(&str, &[u8], &str); 3] = [
+        ("empty.jsonl", b"", "no line to read: the file is empty"),
+        (
+            "t.jsonl.gz",
+            b"\x1f\x8b\x08\x00\x00\x00\x00\x00\x00\x03\xff\xfe",
+            "reading line 1: not UTF-8 text (this reads plain JSON lines: decompress a .gz file first)",
+        ),
+        (
+            "access.log",
+            b"203.0.113.7 - - [25/Nov/2026:00:00:00 +0000] \"GET /x HTTP/1.1\" 200 5\n",
+            "no parsable line (1 unparsable; first at line 1: not a JSON object (JSON lines hold \
+             one object per line))",
+        ),
+    ];
+    for (name, bytes, problem) in cases {
+        std::fs::write(dir.path().join(name), bytes).unwrap();
+        let out = ratewarden(dir.path(), &["train", "--data", name, "--out", "m.json"]);
+        assert_eq!(out.status.code(), Some(1), "{name}");
+        let stderr = text(&out.stderr);
+        assert!(
+            stderr.ends_with(&format!("\nerror: {name}: {problem}\n")),
+            "{stderr}"
+        );
+    }
 }
 
 #[test]

@@ -211,6 +211,12 @@ fn corrupt_or_incompatible_model_files_are_refused_naming_the_problem() {
             "missing_preprocessing_mean.json",
             "missing `preprocessing.mean`",
         ),
+        ("missing_weights.json", "missing `parameters.weights`"),
+        (
+            "null_mean.json",
+            "preprocessing.mean: is null, expected a list",
+        ),
+        ("parameters_as_a_list.json", "parameters: must be an object"),
         (
             "format_version_as_number.json",
             "format_version: invalid type: integer `3`, expected a string at line 3 column 21",
@@ -244,6 +250,13 @@ fn corrupt_or_incompatible_model_files_are_refused_naming_the_problem() {
             "{file}"
         );
     }
+}
+
+#[test]
+fn a_bad_evaluation_does_not_refuse_the_model() {
+    // The daemon reads none of its figures: a `null` or an extra key in them is no reason.
+    let path = root().join("tests/fixtures/models/bad_evaluation_is_ignored.json");
+    assert!(Model::load(&path).is_ok());
 }
 
 #[test]

@@ -4,7 +4,7 @@
 use crate::envoy_config::EnvoyConfig;
 use crate::model::Model;
 use crate::rules::{self, Rules};
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 /// What `check-policy` prints for `file`, one line each, and whether it is valid.
 pub fn check(file: &Path) -> (Vec<String>, bool) {
@@ -15,7 +15,7 @@ pub fn check(file: &Path) -> (Vec<String>, bool) {
             .map_err(|errors| errors.lines_under(file))
     } else {
         rules::load(file, None)
-            .map_err(|errors| errors.lines())
+            .map_err(|errors| with_model_problem(file, errors.lines()))
             .and_then(|rules| model_problem(&rules).map_or(Ok(rules), |line| Err(vec![line])))
             .map(|rules| {
                 let policy = &rules.policy;
@@ -50,6 +50,29 @@ fn model_problem(rules: &Rules) -> Option<String> {
     Model::load(path)
         .err()
         .map(|error| format!("adaptive.anomaly.model: {error}"))
+}
+
+/// `lines` and, after them, why the model the file names cannot be used: a policy with errors
+/// still has its model checked, so that fixing the file does not reveal one more.
+fn with_model_problem(file: &Path, mut lines: Vec<String>) -> Vec<String> {
+    let problem = model_named_in(file).and_then(|path| Model::load(&path).err());
+    if let Some(error) = problem {
+        lines.push(format!("adaptive.anomaly.model: {error}"));
+    }
+    lines
+}
+
+/// The model path `file` names (relative to its folder, as the compiler reads it), if the
+/// file is YAML with a string there.
+fn model_named_in(file: &Path) -> Option<PathBuf> {
+    let text = std::fs::read_to_string(file).ok()?;
+    let value: serde_yaml_ng::Value = serde_yaml_ng::from_str(&text).ok()?;
+    let model = value
+        .get("adaptive")?
+        .get("anomaly")?
+        .get("model")?
+        .as_str()?;
+    Some(file.parent().unwrap_or(Path::new(".")).join(model))
 }
 
 fn envoy_summary(config: &EnvoyConfig) -> String {

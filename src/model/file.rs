@@ -99,26 +99,39 @@ struct RawModel {
     parameters: Option<serde_json::Value>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     training: Option<Training>,
+    /// Figures for people (the model card); the daemon reads none of them, so a bad one does
+    /// not refuse the model.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    evaluation: Option<Evaluation>,
+    evaluation: Option<serde_json::Value>,
 }
+
+/// A key that must be there: `None` when it is absent, `Some(None)` for a `null`.
+type Required<T = f64> = Option<Option<T>>;
+
+type Numbers = Vec<Option<f64>>;
 
 #[derive(Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 struct RawPreprocessing {
-    transforms: Option<Vec<Transform>>,
-    mean: Option<Vec<Option<f64>>>,
-    scale: Option<Vec<Option<f64>>>,
-    low: Option<Vec<Option<f64>>>,
-    high: Option<Vec<Option<f64>>>,
+    #[serde(default, deserialize_with = "present")]
+    transforms: Required<Vec<Transform>>,
+    #[serde(default, deserialize_with = "present")]
+    mean: Required<Numbers>,
+    #[serde(default, deserialize_with = "present")]
+    scale: Required<Numbers>,
+    #[serde(default, deserialize_with = "present")]
+    low: Required<Numbers>,
+    #[serde(default, deserialize_with = "present")]
+    high: Required<Numbers>,
 }
 
-/// A number that must be there: `None` when the key is absent, `Some(None)` for a `null`.
-type Required = Option<Option<f64>>;
-
 /// Reads a present key (a `null` too) as `Some`, so that an absent one stays `None`.
-fn present<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Required, D::Error> {
-    Option::<f64>::deserialize(d).map(Some)
+fn present<'de, D, T>(d: D) -> Result<Required<T>, D::Error>
+where
+    D: serde::Deserializer<'de>,
+    T: Deserialize<'de>,
+{
+    Option::<T>::deserialize(d).map(Some)
 }
 
 #[derive(Serialize, Deserialize)]
@@ -160,6 +173,10 @@ struct RawComponent {
 
 /// Parses a model file's text.
 pub fn parse(text: &str) -> Result<Model, Problem> {
+    // serde would read a list as a struct's fields in order: name the shape instead.
+    if !text.trim_start().starts_with('{') {
+        return Err(Problem::Json("a model file is one JSON object".to_owned()));
+    }
     let mut de = serde_json::Deserializer::from_str(text);
     let raw: RawModel = serde_path_to_error::deserialize(&mut de).map_err(|e| at_path("", e))?;
     de.end().map_err(|e| Problem::Json(e.to_string()))?;
@@ -206,7 +223,9 @@ pub fn parse(text: &str) -> Result<Model, Problem> {
         scorer,
         evidence,
         training: raw.training,
-        evaluation: raw.evaluation,
+        evaluation: raw
+            .evaluation
+            .and_then(|value| serde_json::from_value::<Evaluation>(value).ok()),
     })
 }
 
@@ -243,11 +262,11 @@ pub fn render(model: &Model) -> String {
         kind: Some(model.kind().label().into()),
         features: Some(FEATURE_NAMES.iter().map(|s| s.to_string()).collect()),
         preprocessing: Some(RawPreprocessing {
-            transforms: Some(model.scaler.transforms.to_vec()),
-            mean: Some(model.scaler.mean.iter().map(|v| Some(*v)).collect()),
-            scale: Some(model.scaler.scale.iter().map(|v| Some(*v)).collect()),
-            low: Some(model.scaler.low.iter().map(|v| Some(*v)).collect()),
-            high: Some(model.scaler.high.iter().map(|v| Some(*v)).collect()),
+            transforms: Some(Some(model.scaler.transforms.to_vec())),
+            mean: Some(Some(model.scaler.mean.iter().map(|v| Some(*v)).collect())),
+            scale: Some(Some(model.scaler.scale.iter().map(|v| Some(*v)).collect())),
+            low: Some(Some(model.scaler.low.iter().map(|v| Some(*v)).collect())),
+            high: Some(Some(model.scaler.high.iter().map(|v| Some(*v)).collect())),
         }),
         evidence: Some(RawEvidence {
             half_weight_requests: Some(Some(model.evidence.half_weight_requests)),
@@ -256,7 +275,10 @@ pub fn render(model: &Model) -> String {
         }),
         parameters: Some(parameters),
         training: model.training.clone(),
-        evaluation: model.evaluation.clone(),
+        evaluation: model
+            .evaluation
+            .as_ref()
+            .and_then(|e| serde_json::to_value(e).ok()),
     };
     let mut text = serde_json::to_string_pretty(&raw).unwrap_or_default();
     text.push('\n');
@@ -275,16 +297,47 @@ fn missing(name: &str) -> Problem {
 }
 
 /// A serde error at a key of the file (or of `parameters`, `under`) named by its path; a
-/// syntax error is the file's.
+/// syntax error is the file's, and a missing key is named as the others are.
 fn at_path(under: &str, e: serde_path_to_error::Error<serde_json::Error>) -> Problem {
-    let path = e.path().to_string();
+    let path = match (under, e.path().to_string()) {
+        (under, path) if path == "." => under.to_owned(),
+        ("", path) => path,
+        (under, path) if path.starts_with('[') => format!("{under}{path}"),
+        (under, path) => format!("{under}.{path}"),
+    };
     let inner = e.into_inner();
-    match (inner.is_data(), path.as_str(), under) {
-        (false, _, _) | (true, ".", "") => Problem::Json(inner.to_string()),
-        (true, ".", _) => field(under, &inner.to_string()),
-        (true, _, "") => field(&path, &inner.to_string()),
-        (true, _, _) => field(&format!("{under}.{path}"), &inner.to_string()),
+    let text = without_type_names(&inner.to_string());
+    if !inner.is_data() || (path.is_empty() && !text.starts_with("missing field")) {
+        return Problem::Json(text);
     }
+    // serde's wording, "missing field `name`" (then a position when read from text).
+    let missing_key = text
+        .strip_prefix("missing field `")
+        .and_then(|rest| rest.split_once('`'))
+        .map(|(key, _)| key);
+    match missing_key {
+        Some(key) if path.is_empty() => missing(key),
+        Some(key) => missing(&format!("{path}.{key}")),
+        None => field(&path, &text),
+    }
+}
+
+/// serde's message with our type names (`expected struct RawMixture with 2 elements`) read as
+/// what the file must hold there (`expected an object`).
+fn without_type_names(text: &str) -> String {
+    let Some(start) = text.find("expected struct ") else {
+        return text.to_owned();
+    };
+    let rest = &text[start + "expected struct ".len()..];
+    let name_end = rest
+        .find(|c: char| !c.is_alphanumeric())
+        .unwrap_or(rest.len());
+    let mut rest = &rest[name_end..];
+    if let Some(after) = rest.strip_prefix(" with ") {
+        // " with N element(s)", before any " at line ..."
+        rest = after.find(" at line").map_or("", |i| &after[i..]);
+    }
+    format!("{}expected an object{rest}", &text[..start])
 }
 
 /// A key that must hold a finite number: absent is missing, `null` is not finite.
@@ -314,8 +367,15 @@ fn numbers<const N: usize>(name: &str, values: &[Option<f64>]) -> Result<[f64; N
     Ok(out)
 }
 
+/// The list under required key `name`.
+fn list<T>(name: &str, value: Required<Vec<T>>) -> Result<Vec<T>, Problem> {
+    value
+        .ok_or_else(|| missing(name))?
+        .ok_or_else(|| field(name, "is null, expected a list"))
+}
+
 fn preprocessing(raw: RawPreprocessing) -> Result<Scaler, Problem> {
-    let raw_transforms = raw.transforms.ok_or(missing("preprocessing.transforms"))?;
+    let raw_transforms = list("preprocessing.transforms", raw.transforms)?;
     let count = raw_transforms.len();
     let transforms: [Transform; FEATURE_COUNT] =
         raw_transforms.try_into().map_err(|_| Problem::Length {
@@ -323,13 +383,10 @@ fn preprocessing(raw: RawPreprocessing) -> Result<Scaler, Problem> {
             found: count,
             expected: FEATURE_COUNT,
         })?;
-    let mean = numbers(
-        "preprocessing.mean",
-        &raw.mean.ok_or(missing("preprocessing.mean"))?,
-    )?;
+    let mean = numbers("preprocessing.mean", &list("preprocessing.mean", raw.mean)?)?;
     let scale = numbers(
         "preprocessing.scale",
-        &raw.scale.ok_or(missing("preprocessing.scale"))?,
+        &list("preprocessing.scale", raw.scale)?,
     )?;
     if let Some(i) = scale.iter().position(|s| *s <= 0.0) {
         return Err(field(
@@ -337,14 +394,8 @@ fn preprocessing(raw: RawPreprocessing) -> Result<Scaler, Problem> {
             "must be positive",
         ));
     }
-    let low = numbers(
-        "preprocessing.low",
-        &raw.low.ok_or(missing("preprocessing.low"))?,
-    )?;
-    let high = numbers(
-        "preprocessing.high",
-        &raw.high.ok_or(missing("preprocessing.high"))?,
-    )?;
+    let low = numbers("preprocessing.low", &list("preprocessing.low", raw.low)?)?;
+    let high = numbers("preprocessing.high", &list("preprocessing.high", raw.high)?)?;
     if let Some(i) = (0..FEATURE_COUNT).find(|&i| low[i] > high[i]) {
         return Err(field(
             &format!("preprocessing.low[{i}]"),
@@ -376,6 +427,9 @@ fn evidence(raw: RawEvidence) -> Result<Evidence, Problem> {
 }
 
 fn parameters<T: serde::de::DeserializeOwned>(value: serde_json::Value) -> Result<T, Problem> {
+    if !value.is_object() {
+        return Err(field("parameters", "must be an object"));
+    }
     serde_path_to_error::deserialize(value).map_err(|e| at_path("parameters", e))
 }
 

@@ -134,10 +134,10 @@ pub enum AmbiguousPath {
 }
 
 /// `Ok` unless `raw`'s path (before any query or fragment) reads as two endpoints: a `..`
-/// segment in any spelling (`/api/export/../x` is `/x` to nginx and Go, and under
+/// segment in any spelling (`/api/export/../x` is `/api/x` to nginx and Go, and under
 /// `/api/export/` to a backend routing the raw path: a prefix rule must not be dodged either
-/// way), or a `%2F` that makes or removes a segment when read as `/` (`/a/.%2Fb`). Free for a
-/// path without `..`, `%2` or a query.
+/// way; `..;x` and `..\x` too), or a `%2F` that makes or removes a segment when read as `/`
+/// (`/a/.%2Fb`). Free for a path without `..` or `%2`.
 fn unambiguous(raw: &str) -> Result<(), AmbiguousPath> {
     let raw_path = &raw[..raw.find(['?', '#']).unwrap_or(raw.len())];
     if !raw_path.starts_with('/') {
@@ -155,7 +155,7 @@ fn unambiguous(raw: &str) -> Result<(), AmbiguousPath> {
             });
         }
     }
-    if (path.contains("..") || path.contains("%2")) && path.split('/').any(is_dot_dot) {
+    if (path.contains("..") || path.contains("%2")) && path.split(['/', '\\']).any(is_dot_dot) {
         return Err(AmbiguousPath::DotDotSegment {
             resolved: normalise(&path).into_owned(),
         });
@@ -163,8 +163,11 @@ fn unambiguous(raw: &str) -> Result<(), AmbiguousPath> {
     Ok(())
 }
 
-/// Whether `segment` is `..` once percent-normalised (`%2e%2E` too).
+/// Whether `segment` is `..` once percent-normalised (`%2e%2E` too) and stripped of `;`
+/// parameters (`..;x`, which Tomcat and Spring read as `..`). The caller splits at `\` too,
+/// which WHATWG URL parsers read as `/`.
 fn is_dot_dot(segment: &str) -> bool {
+    let segment = segment.split(';').next().unwrap_or_default();
     if segment == ".." {
         return true;
     }

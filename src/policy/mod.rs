@@ -115,7 +115,8 @@ pub struct LoadSettings {
     pub high_factor: f64,
     pub low_factor: f64,
     pub smoothing: f64,
-    /// A load factor pinned by the file (`load.factor_override`): the CPU is not consulted.
+    /// A load factor pinned by the file (`load.factor_override`): the load source is still
+    /// read for its gauges, but no longer sets the factor.
     pub factor_override: Option<f64>,
 }
 

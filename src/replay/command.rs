@@ -84,8 +84,8 @@ pub enum ReplayError {
     Stdout(std::io::Error),
     #[error("{path}: no folder {folder} to write it in")]
     NoFolder { path: PathBuf, folder: PathBuf },
-    #[error("{0}: is a folder; name a file to write")]
-    OutputIsFolder(PathBuf),
+    #[error("{flag} {path}: is a folder; name a file to write")]
+    OutputIsFolder { flag: &'static str, path: PathBuf },
     #[error("--plot {0}: the plot is drawn as PNG or JPEG; name a .png, .jpg or .jpeg file")]
     PlotFormat(PathBuf),
 }
@@ -204,6 +204,28 @@ fn print_table(table: &str) -> Result<(), ReplayError> {
 /// An output that could not be written (its folder missing, a folder itself, a plot in a
 /// format it cannot be drawn in) is refused before the replay, not after it.
 fn refuse_unwritable_outputs(args: &ReplayArgs) -> Result<(), ReplayError> {
+    let outputs = [
+        ("--report", &args.report),
+        ("--plot", &args.plot),
+        ("--decisions", &args.decisions),
+    ];
+    for (flag, path) in outputs {
+        let Some(path) = path else { continue };
+        if path.is_dir() {
+            return Err(ReplayError::OutputIsFolder {
+                flag,
+                path: path.clone(),
+            });
+        }
+        if let Some(folder) = path.parent().filter(|f| !f.as_os_str().is_empty()) {
+            if !folder.is_dir() {
+                return Err(ReplayError::NoFolder {
+                    path: path.clone(),
+                    folder: folder.to_path_buf(),
+                });
+            }
+        }
+    }
     if let Some(path) = &args.plot {
         let extension = path
             .extension()
@@ -211,22 +233,6 @@ fn refuse_unwritable_outputs(args: &ReplayArgs) -> Result<(), ReplayError> {
             .unwrap_or_default();
         if !["png", "jpg", "jpeg"].contains(&extension.to_ascii_lowercase().as_str()) {
             return Err(ReplayError::PlotFormat(path.clone()));
-        }
-    }
-    let outputs = [&args.report, &args.plot, &args.decisions];
-    for path in outputs.into_iter().flatten() {
-        if path.is_dir() {
-            return Err(ReplayError::OutputIsFolder(path.clone()));
-        }
-        let folder = match path.parent() {
-            Some(folder) if !folder.as_os_str().is_empty() => folder,
-            _ => continue,
-        };
-        if !folder.is_dir() {
-            return Err(ReplayError::NoFolder {
-                path: path.clone(),
-                folder: folder.to_path_buf(),
-            });
         }
     }
     Ok(())

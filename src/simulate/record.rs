@@ -36,6 +36,12 @@ pub struct TrafficRecord {
 pub enum ReadError {
     #[error("reading line {line}: {error}")]
     Io { line: usize, error: std::io::Error },
+    #[error(
+        "reading line {line}: not UTF-8 text (this reads plain JSON lines: decompress a .gz file first)"
+    )]
+    NotText { line: usize },
+    #[error("no line to read: the file is empty")]
+    NoLines,
     #[error("no parsable line ({bad} unparsable; first at line {first_bad}: {example})")]
     Empty {
         bad: usize,
@@ -62,9 +68,12 @@ pub fn read_jsonl(
     let mut traffic = Traffic::default();
     let mut bytes = 0u64;
     for (index, line) in reader.lines().enumerate() {
-        let line = line.map_err(|source| ReadError::Io {
-            line: index + 1,
-            error: source,
+        let line = line.map_err(|error| match error.kind() {
+            std::io::ErrorKind::InvalidData => ReadError::NotText { line: index + 1 },
+            _ => ReadError::Io {
+                line: index + 1,
+                error,
+            },
         })?;
         bytes += line.len() as u64 + 1;
         if index % 4096 == 0 {
@@ -81,10 +90,13 @@ pub fn read_jsonl(
         match serde_json::from_str::<TrafficRecord>(line) {
             Ok(record) if record.ts.is_finite() => traffic.records.push(record),
             Ok(_) => traffic.skip(index + 1, "ts is not a finite number".into()),
-            Err(e) => traffic.skip(index + 1, e.to_string()),
+            Err(e) => traffic.skip(index + 1, json_line_problem::<TrafficRecord>(line, e)),
         }
     }
     progress(bytes);
+    if traffic.records.is_empty() && traffic.skipped == 0 {
+        return Err(ReadError::NoLines);
+    }
     if traffic.records.is_empty() {
         let (first_bad, example) = traffic.examples.first().cloned().unwrap_or_default();
         return Err(ReadError::Empty {
@@ -94,6 +106,26 @@ pub fn read_jsonl(
         });
     }
     Ok(traffic)
+}
+
+/// What is wrong with a JSON line `T` could not be read from (`error`): the field it is
+/// about named first (`` `user`: invalid type: integer `5`, expected a string ``), and a line
+/// that is no JSON object named as such (a combined log given as JSON lines). Run only on
+/// failure, so the path tracking costs nothing on good lines.
+pub fn json_line_problem<'de, T: Deserialize<'de>>(
+    line: &'de str,
+    error: serde_json::Error,
+) -> String {
+    if !line.trim_start().starts_with('{') {
+        return "not a JSON object (JSON lines hold one object per line)".to_owned();
+    }
+    let mut de = serde_json::Deserializer::from_str(line);
+    match serde_path_to_error::deserialize::<_, T>(&mut de) {
+        Err(e) if e.inner().is_data() && e.path().to_string() != "." => {
+            format!("`{}`: {}", e.path(), e.inner())
+        }
+        _ => error.to_string(),
+    }
 }
 
 impl Traffic {

@@ -63,7 +63,7 @@ impl StoreUrl {
     pub fn redacted(&self) -> String {
         match self {
             StoreUrl::Memory => "memory://".to_owned(),
-            StoreUrl::Redis(url) => redacted(url),
+            StoreUrl::Redis(url) => redacted_host(url),
             StoreUrl::RedisCluster(nodes) => {
                 // As written: one `+cluster` scheme, then the nodes without theirs.
                 let tls = nodes.iter().any(|n| n.starts_with("rediss://"));
@@ -173,7 +173,7 @@ fn cluster_nodes(scheme: &str, list: &str) -> Result<Vec<String>, StoreUrlError>
 /// refused here, `check-policy` says so too, not only `serve` when it connects.
 fn openable(url: &str) -> Result<(), StoreUrlError> {
     let refused = |reason: &str| StoreUrlError::Unopenable {
-        url: redacted(url),
+        url: redacted_host(url),
         reason: reason.to_owned(),
     };
     match redis::IntoConnectionInfo::into_connection_info(url) {
@@ -215,13 +215,13 @@ fn redacted_host(part: &str) -> String {
         Some((scheme, rest)) => (format!("{scheme}://"), rest),
         None => (String::new(), part),
     };
-    // The authority ends at the first '/', '?' or '#'; credentials end at its last '@'.
-    let end = rest.find(['/', '?', '#']).unwrap_or(rest.len());
-    let (authority, tail) = rest.split_at(end);
-    match authority.rsplit_once('@') {
+    // Credentials end at the last '@' of all: a password written with an unescaped '/', '?'
+    // or '#' (base64 has '/') must not end the authority early and be shown. A Redis URL's
+    // path and query hold no '@', so at worst more than the password is hidden.
+    match rest.rsplit_once('@') {
         Some((credentials, host)) => match credentials.split_once(':') {
-            Some((user, _password)) => format!("{scheme}{user}:***@{host}{tail}"),
-            None => format!("{scheme}{credentials}@{host}{tail}"),
+            Some((user, _password)) => format!("{scheme}{user}:***@{host}"),
+            None => format!("{scheme}{credentials}@{host}"),
         },
         None => part.to_owned(),
     }
@@ -245,6 +245,15 @@ mod tests {
             "redis://u:***@h1:7000,redis://v:***@h2:7001"
         );
         assert_eq!(redacted("memory://"), "memory://");
+        // Unescaped '/', '?' and '#' in a password, and a node written with its own scheme.
+        for (url, shown) in [
+            ("redis://app:se/cret@h1:7000", "redis://app:***@h1:7000"),
+            ("redis://app:se#cret@h1:7000/0", "redis://app:***@h1:7000/0"),
+            ("redis://app:s?cret@h1:7000", "redis://app:***@h1:7000"),
+            ("rediss://redis://x:y@h2:1", "rediss://redis:***@h2:1"),
+        ] {
+            assert_eq!(redacted(url), shown);
+        }
         let shown = |url: &str| StoreUrl::parse(url).unwrap().redacted();
         assert_eq!(
             shown("redis+cluster://app:pw@h1:7000,h2:7001"),

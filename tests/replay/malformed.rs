@@ -57,6 +57,11 @@ const COMBINED: &[(&str, &str, &str)] = &[
         r#"203.0.113.7 - - "GET / HTTP/1.1" 200 5"#,
         "expected [$time_local] at byte 16",
     ),
+    (
+        "a_json_line",
+        r#"{"ts": 1795334400, "user": "a", "endpoint": "/x"}"#,
+        "a JSON object, not a combined log line (JSON lines are read with --format jsonl or auto)",
+    ),
 ];
 
 const JSONL: &[(&str, &str, &str)] = &[
@@ -108,7 +113,17 @@ const JSONL: &[(&str, &str, &str)] = &[
     (
         "unknown_label",
         r#"{"ts": 1795334400, "user": "a", "endpoint": "/x", "label": "evil"}"#,
-        "unknown variant `evil`, expected `normal` or `abuse` at line 1 column 65",
+        "`label`: unknown variant `evil`, expected `normal` or `abuse` at line 1 column 65",
+    ),
+    (
+        "user_a_number",
+        r#"{"ts": 1795334400, "user": 5, "endpoint": "/x"}"#,
+        "`user`: invalid type: integer `5`, expected a string at line 1 column 28",
+    ),
+    (
+        "a_combined_line",
+        r#"203.0.113.7 - - [25/Nov/2026:00:00:00 +0000] "GET /x HTTP/1.1" 200 5 "-" "-""#,
+        "not a JSON object (JSON lines hold one object per line)",
     ),
 ];
 

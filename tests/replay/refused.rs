@@ -214,9 +214,9 @@ fn a_plot_it_cannot_draw_and_an_output_that_is_a_folder_are_refused_before_repla
         text.display()
     ));
     let folder = dir.path().to_str().unwrap();
-    for flag in ["--report", "--decisions"] {
+    for flag in ["--report", "--plot", "--decisions"] {
         args(flag, folder).assert_fails_with(&format!(
-            "error: {folder}: is a folder; name a file to write\n"
+            "error: {flag} {folder}: is a folder; name a file to write\n"
         ));
     }
 }

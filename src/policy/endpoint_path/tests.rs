@@ -151,6 +151,10 @@ fn a_dot_dot_segment_is_refused_by_name() {
         "/../api/export",
         "/api/x/../export",
         "/api/%2E./x",
+        "/api/export/..;x/search",
+        "/api/export/..\\search",
+        "/api\\export\\..\\search",
+        "/x/..;/api/search",
     ] {
         assert!(
             matches!(
@@ -212,6 +216,8 @@ fn paths_both_readings_agree_on_pass() {
         "/api/./export",
         "/api//./export",
         "/a/.b/..c/...",
+        "/a/..x;y/.;z",
+        "/a\\b/c",
         "/api/export?next=//../free",
         "api//../x",
     ] {

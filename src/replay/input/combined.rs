@@ -36,6 +36,10 @@ pub struct CombinedLine<'a> {
 pub enum CombinedError {
     #[error("empty line")]
     Empty,
+    #[error(
+        "a JSON object, not a combined log line (JSON lines are read with --format jsonl or auto)"
+    )]
+    JsonObject,
     #[error("missing field {0}")]
     Missing(&'static str),
     #[error("expected {expected} at byte {at}")]
@@ -52,6 +56,9 @@ pub enum CombinedError {
 pub fn parse_combined_line(line: &str) -> Result<CombinedLine<'_>, CombinedError> {
     if line.trim().is_empty() {
         return Err(CombinedError::Empty);
+    }
+    if line.trim_start().starts_with('{') {
+        return Err(CombinedError::JsonObject);
     }
     let mut cursor = Cursor { line, at: 0 };
     let address = cursor

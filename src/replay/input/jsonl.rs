@@ -9,7 +9,7 @@
 use super::time::{TimeError, from_seconds, parse_rfc3339};
 use crate::clock::Micros;
 use crate::engine::{Cost, MAX_COST};
-use crate::simulate::Label;
+use crate::simulate::{Label, json_line_problem};
 use serde::Deserialize;
 use std::borrow::Cow;
 use std::collections::BTreeMap;
@@ -98,7 +98,8 @@ pub fn parse_jsonl_line(line: &str) -> Result<JsonLine<'_>, JsonlError> {
     if line.trim().is_empty() {
         return Err(JsonlError::Empty);
     }
-    let raw: Raw = serde_json::from_str(line).map_err(|e| JsonlError::Json(e.to_string()))?;
+    let raw: Raw = serde_json::from_str(line)
+        .map_err(|e| JsonlError::Json(json_line_problem::<Raw>(line, e)))?;
     let at = match &raw.ts {
         RawTime::Seconds(s) => from_seconds(*s)?,
         RawTime::Text(t) => parse_rfc3339(t)?,
