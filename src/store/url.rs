@@ -204,7 +204,12 @@ fn host_of(url: &str) -> String {
 /// `:password@`) is written `***`, in every host of a comma-separated list.
 pub fn redacted(url: &str) -> String {
     url.split(',')
-        .map(redacted_host)
+        .enumerate()
+        .map(|(i, part)| match part.rsplit_once('@') {
+            // The rest of a password a ',' split off: hide up to its '@'.
+            Some((_, host)) if i > 0 && !part.contains("://") => format!("***@{host}"),
+            _ => redacted_host(part),
+        })
         .collect::<Vec<_>>()
         .join(",")
 }
@@ -223,7 +228,20 @@ fn redacted_host(part: &str) -> String {
             Some((user, _password)) => format!("{scheme}{user}:***@{host}"),
             None => format!("{scheme}{credentials}@{host}"),
         },
-        None => part.to_owned(),
+        // No '@': a `:` not followed by a port is the start of a password cut off by a ','
+        // in it (`redis+cluster://app:pa,ss@h1,h2` splits into nodes there).
+        None => {
+            let end = rest.find('/').unwrap_or(rest.len());
+            let (authority, tail) = rest.split_at(end);
+            match authority.rsplit_once(':') {
+                Some((user, after))
+                    if !authority.ends_with(']') && !after.bytes().all(|b| b.is_ascii_digit()) =>
+                {
+                    format!("{scheme}{user}:***{tail}")
+                }
+                _ => part.to_owned(),
+            }
+        }
     }
 }
 
@@ -251,6 +269,16 @@ mod tests {
             ("redis://app:se#cret@h1:7000/0", "redis://app:***@h1:7000/0"),
             ("redis://app:s?cret@h1:7000", "redis://app:***@h1:7000"),
             ("rediss://redis://x:y@h2:1", "rediss://redis:***@h2:1"),
+            // A ',' in a cluster's password splits it into nodes.
+            ("redis://app:pa,ss@h1:1", "redis://app:***,***@h1:1"),
+            (
+                "redis+cluster://app:pa,ss@h1:1,h2:2",
+                "redis+cluster://app:***,***@h1:1,h2:2",
+            ),
+            (
+                "redis://h:6379/0,redis://[::1]:6380",
+                "redis://h:6379/0,redis://[::1]:6380",
+            ),
         ] {
             assert_eq!(redacted(url), shown);
         }
