@@ -73,6 +73,18 @@ fn check_policy_refuses_a_missing_or_corrupt_model() {
          two.yaml: adaptive.anomaly.model: cannot read model file model.json: No such file or directory (os error 2)\n"
     );
 
+    // A model path the compiler refuses is named once.
+    std::fs::write(
+        dir.path().join("empty.yaml"),
+        POLICY.replace("model: model.json", "model: \"\""),
+    )
+    .unwrap();
+    let empty = ratewarden(dir.path(), &["check-policy", "empty.yaml"]);
+    assert_eq!(
+        text(&empty.stdout),
+        "empty.yaml: adaptive.anomaly.model: must not be empty\n"
+    );
+
     std::fs::write(&model, "{ not json").unwrap();
     let corrupt = ratewarden(dir.path(), &["check-policy", "p.yaml"]);
     assert_eq!(corrupt.status.code(), Some(1));

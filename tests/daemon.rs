@@ -132,6 +132,9 @@ fn a_reload_says_what_it_changes_and_on_error_applies_at_once() {
     let set = r#"{"anomaly_threshold": 0.6, "load_factor_override": 0.5}"#;
     let (status, _, body) = daemon.request("PUT", "/v1/admin/thresholds", &[auth, json], set);
     assert_eq!(status, 200, "{body}");
+    let guess = ("Authorization", "Bearer admin2");
+    let (status, _, _) = daemon.request("PUT", "/v1/admin/thresholds", &[guess, json], set);
+    assert_eq!(status, 401);
 
     // A new password too: the location stays, and the password is never logged.
     let rotated = store_down_policy(port, "deny", "80ms").replace("s3cret", "n3wpass");
@@ -152,6 +155,8 @@ fn a_reload_says_what_it_changes_and_on_error_applies_at_once() {
         "WARN ratewarden::daemon: the admin token is under 16 bytes: whoever reaches the HTTP \
          port may guess it; use a random one (openssl rand -hex 32)",
         "INFO audit: admin changed the thresholds action=\"set_thresholds\"",
+        "WARN audit: admin request refused: wrong admin token method=PUT \
+         path=\"/v1/admin/thresholds\"",
         "INFO ratewarden::reload::changes: store.on_error changed from allow to deny; in force now",
         "WARN ratewarden::reload::changes: store.timeout changed from 50ms to 80ms; it takes \
          effect at the next restart (the store in use stays)",

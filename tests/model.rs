@@ -218,6 +218,10 @@ fn corrupt_or_incompatible_model_files_are_refused_naming_the_problem() {
         ),
         ("parameters_as_a_list.json", "parameters: must be an object"),
         (
+            "preprocessing_as_a_list.json",
+            "preprocessing: must be an object",
+        ),
+        (
             "format_version_as_number.json",
             "format_version: invalid type: integer `3`, expected a string at line 3 column 21",
         ),

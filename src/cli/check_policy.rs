@@ -3,8 +3,11 @@
 
 use crate::envoy_config::EnvoyConfig;
 use crate::model::Model;
+use crate::policy::PolicyErrors;
 use crate::rules::{self, Rules};
 use std::path::{Path, PathBuf};
+
+const MODEL_KEY: &str = "adaptive.anomaly.model";
 
 /// What `check-policy` prints for `file`, one line each, and whether it is valid.
 pub fn check(file: &Path) -> (Vec<String>, bool) {
@@ -15,7 +18,7 @@ pub fn check(file: &Path) -> (Vec<String>, bool) {
             .map_err(|errors| errors.lines_under(file))
     } else {
         rules::load(file, None)
-            .map_err(|errors| with_model_problem(file, errors.lines()))
+            .map_err(|errors| with_model_problem(file, &errors))
             .and_then(|rules| model_problem(&rules).map_or(Ok(rules), |line| Err(vec![line])))
             .map(|rules| {
                 let policy = &rules.policy;
@@ -49,15 +52,20 @@ fn model_problem(rules: &Rules) -> Option<String> {
     let path = rules.policy.adaptive.anomaly.model.as_deref()?;
     Model::load(path)
         .err()
-        .map(|error| format!("adaptive.anomaly.model: {error}"))
+        .map(|error| format!("{MODEL_KEY}: {error}"))
 }
 
 /// `lines` and, after them, why the model the file names cannot be used: a policy with errors
 /// still has its model checked, so that fixing the file does not reveal one more.
-fn with_model_problem(file: &Path, mut lines: Vec<String>) -> Vec<String> {
+fn with_model_problem(file: &Path, errors: &PolicyErrors) -> Vec<String> {
+    let mut lines = errors.lines();
+    // A model path the compiler refused (an empty one) is named once, by the compiler.
+    if errors.0.iter().any(|e| e.path == MODEL_KEY) {
+        return lines;
+    }
     let problem = model_named_in(file).and_then(|path| Model::load(&path).err());
     if let Some(error) = problem {
-        lines.push(format!("adaptive.anomaly.model: {error}"));
+        lines.push(format!("{MODEL_KEY}: {error}"));
     }
     lines
 }

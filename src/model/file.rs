@@ -177,6 +177,7 @@ pub fn parse(text: &str) -> Result<Model, Problem> {
     if !text.trim_start().starts_with('{') {
         return Err(Problem::Json("a model file is one JSON object".to_owned()));
     }
+    objects_where_objects_belong(text)?;
     let mut de = serde_json::Deserializer::from_str(text);
     let raw: RawModel = serde_path_to_error::deserialize(&mut de).map_err(|e| at_path("", e))?;
     de.end().map_err(|e| Problem::Json(e.to_string()))?;
@@ -290,6 +291,29 @@ fn field(name: &str, problem: &str) -> Problem {
         field: name.into(),
         problem: problem.into(),
     }
+}
+
+/// Refuses a list (or anything else) where the file must hold an object: serde would take a
+/// list's items as the object's fields in order, and might even load it.
+fn objects_where_objects_belong(text: &str) -> Result<(), Problem> {
+    let value: serde_json::Value =
+        serde_json::from_str(text).map_err(|e| Problem::Json(e.to_string()))?;
+    for key in ["preprocessing", "evidence", "parameters", "training"] {
+        if value.get(key).is_some_and(|v| !v.is_object()) {
+            return Err(field(key, "must be an object"));
+        }
+    }
+    let components = value
+        .get("parameters")
+        .and_then(|p| p.get("components"))
+        .and_then(|c| c.as_array());
+    if let Some(i) = components.and_then(|c| c.iter().position(|c| !c.is_object())) {
+        return Err(field(
+            &format!("parameters.components[{i}]"),
+            "must be an object",
+        ));
+    }
+    Ok(())
 }
 
 fn missing(name: &str) -> Problem {
@@ -427,9 +451,6 @@ fn evidence(raw: RawEvidence) -> Result<Evidence, Problem> {
 }
 
 fn parameters<T: serde::de::DeserializeOwned>(value: serde_json::Value) -> Result<T, Problem> {
-    if !value.is_object() {
-        return Err(field("parameters", "must be an object"));
-    }
     serde_path_to_error::deserialize(value).map_err(|e| at_path("parameters", e))
 }
 

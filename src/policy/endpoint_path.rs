@@ -157,10 +157,23 @@ fn unambiguous(raw: &str) -> Result<(), AmbiguousPath> {
     }
     if (path.contains("..") || path.contains("%2")) && path.split(['/', '\\']).any(is_dot_dot) {
         return Err(AmbiguousPath::DotDotSegment {
-            resolved: normalise(&path).into_owned(),
+            resolved: normalise(&dot_dots_spelt_plainly(&path)).into_owned(),
         });
     }
     Ok(())
+}
+
+/// `path` with `\` read as `/` and every `..;x` segment as `..`, as the backends that read
+/// them so do: where the refused path leads them.
+fn dot_dots_spelt_plainly(path: &str) -> Cow<'_, str> {
+    if !path.contains(['\\', ';']) {
+        return Cow::Borrowed(path);
+    }
+    let segments: Vec<&str> = path
+        .split(['/', '\\'])
+        .map(|segment| if is_dot_dot(segment) { ".." } else { segment })
+        .collect();
+    Cow::Owned(segments.join("/"))
 }
 
 /// Whether `segment` is `..` once percent-normalised (`%2e%2E` too) and stripped of `;`

@@ -28,6 +28,13 @@ pub enum StoreUrlError {
     Unsupported(String),
     #[error("redis+cluster:// and rediss+cluster:// need at least one host:port")]
     NoClusterNodes,
+    /// Credentials on a later node only: most often a password with an unescaped `,`, which
+    /// splits it into nodes (so the URL is not shown).
+    #[error(
+        "a cluster's credentials go on its first node (the client uses them for every node); \
+         a `,` in a password separates nodes: write it as %2C"
+    )]
+    ClusterCredentialsAfterFirstNode,
     /// What [`SentinelUrl::parse`] found wrong.
     #[error("{0}")]
     Sentinel(String),
@@ -147,6 +154,9 @@ fn cluster_nodes(scheme: &str, list: &str) -> Result<Vec<String>, StoreUrlError>
     if nodes.is_empty() {
         return Err(StoreUrlError::NoClusterNodes);
     }
+    if credentials.is_empty() && nodes.iter().any(|n| n.contains('@')) {
+        return Err(StoreUrlError::ClusterCredentialsAfterFirstNode);
+    }
     let urls: Vec<String> = nodes
         .iter()
         .map(|n| match n.contains('@') {
@@ -176,6 +186,17 @@ fn openable(url: &str) -> Result<(), StoreUrlError> {
         url: redacted_host(url),
         reason: reason.to_owned(),
     };
+    // The client ends the credentials at the first of these, and would connect to a host
+    // made of the password's first half.
+    let rest = url.split_once("://").map_or(url, |(_, rest)| rest);
+    if let Some((credentials, _)) = rest.rsplit_once('@') {
+        if credentials.contains(['/', '?', '#']) {
+            return Err(refused(
+                "its credentials hold a `/`, `?` or `#`, which ends them early: write it as \
+                 %2F, %3F or %23",
+            ));
+        }
+    }
     match redis::IntoConnectionInfo::into_connection_info(url) {
         // The client's text is "<reason> - <kind>": the reason is what a reader needs.
         Err(error) => {
@@ -231,7 +252,7 @@ fn redacted_host(part: &str) -> String {
         // No '@': a `:` not followed by a port is the start of a password cut off by a ','
         // in it (`redis+cluster://app:pa,ss@h1,h2` splits into nodes there).
         None => {
-            let end = rest.find('/').unwrap_or(rest.len());
+            let end = rest.find(['/', '?', '#']).unwrap_or(rest.len());
             let (authority, tail) = rest.split_at(end);
             match authority.rsplit_once(':') {
                 Some((user, after))
@@ -279,6 +300,10 @@ mod tests {
                 "redis://h:6379/0,redis://[::1]:6380",
                 "redis://h:6379/0,redis://[::1]:6380",
             ),
+            (
+                "redis://h:6379?protocol=resp3",
+                "redis://h:6379?protocol=resp3",
+            ),
         ] {
             assert_eq!(redacted(url), shown);
         }
@@ -291,6 +316,27 @@ mod tests {
             shown("rediss+cluster://h1:7000"),
             "rediss+cluster://h1:7000"
         );
+        // A password the client would cut short is refused, without showing it.
+        let refused = |url: &str| StoreUrl::parse(url).unwrap_err().to_string();
+        assert_eq!(
+            refused("redis+cluster://app:2024,Summer@h1:1,h2:2"),
+            "a cluster's credentials go on its first node (the client uses them for every \
+             node); a `,` in a password separates nodes: write it as %2C"
+        );
+        for url in [
+            "redis://app:2024?Summer@h:1",
+            "redis+cluster://app:20/24@h1:1,h2:2",
+        ] {
+            let message = refused(url);
+            assert!(
+                !message.contains("2024") && !message.contains("Summer"),
+                "{message}"
+            );
+            assert!(
+                message.ends_with("write it as %2F, %3F or %23"),
+                "{message}"
+            );
+        }
     }
 
     #[test]

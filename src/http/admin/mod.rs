@@ -83,16 +83,29 @@ impl FromRequestParts<AppState> for Admin {
             .into_response());
         };
         let presented = match parts.headers.get(header::AUTHORIZATION) {
-            None => return Err(unauthorized(None)),
+            None => {
+                refused(parts, "no Authorization header");
+                return Err(unauthorized(None));
+            }
             Some(value) => bearer_token(value.as_bytes()),
         };
-        match presented {
-            None => Err(unauthorized(Some(
-                "the Authorization header must be `Bearer <token>`",
-            ))),
-            Some(presented) if token_matches(presented, token.as_bytes()) => Ok(Admin),
-            Some(_) => Err(unauthorized(Some("wrong admin token"))),
-        }
+        let problem = match presented {
+            Some(presented) if token_matches(presented, token.as_bytes()) => return Ok(Admin),
+            None => "the Authorization header must be `Bearer <token>`",
+            Some(_) => "wrong admin token",
+        };
+        refused(parts, problem);
+        Err(unauthorized(Some(problem)))
+    }
+}
+
+/// Logs a refused admin request on the `audit` target, so that someone guessing the token
+/// shows in the log (a token presented is logged at `warn`, a request without one at `info`).
+fn refused(parts: &Parts, problem: &str) {
+    let (method, path) = (&parts.method, parts.uri.path());
+    match parts.headers.contains_key(header::AUTHORIZATION) {
+        true => tracing::warn!(target: "audit", %method, path, "admin request refused: {problem}"),
+        false => tracing::info!(target: "audit", %method, path, "admin request refused: {problem}"),
     }
 }
 

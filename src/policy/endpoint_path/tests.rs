@@ -143,6 +143,18 @@ fn a_dot_dot_segment_is_refused_by_name() {
          removed (nginx, Go) but not where the path is routed as sent (Express); send the path \
          without `..`"
     );
+    // Named where the backends that read `..;x` and `\` as `..` and `/` take it.
+    for (spelling, resolved) in [
+        ("/api/export/..;x/search", "/api/search"),
+        ("/api/export/..\\search", "/api/search"),
+    ] {
+        assert_eq!(
+            unambiguous(spelling),
+            Err(AmbiguousPath::DotDotSegment {
+                resolved: resolved.to_owned()
+            })
+        );
+    }
     for refused in [
         "/api//../export",
         "/api//%2e%2E/export",
