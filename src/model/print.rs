@@ -72,10 +72,10 @@ pub fn print_report(report: &TrainReport) {
         );
     }
     if !report.archetypes.is_empty() {
-        say!("  archetype            label   subjects flagged   samples flagged");
+        say!("  archetype                  label   subjects flagged   samples flagged");
         for a in &report.archetypes {
             say!(
-                "  {:<20} {:<7} {:>8} {:>7} {:>9} {:>7}",
+                "  {:<26} {:<7} {:>8} {:>7} {:>9} {:>7}",
                 a.archetype,
                 if a.abuse { "abuse" } else { "normal" },
                 a.subjects,

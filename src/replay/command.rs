@@ -61,7 +61,10 @@ pub enum ReplayError {
     Policy { path: PathBuf, errors: String },
     #[error(transparent)]
     Read(#[from] ReadError),
-    #[error("no parsable line in {files} ({skipped} lines skipped){examples}")]
+    #[error(
+        "no parsable line in {files} ({skipped} line{} skipped){examples}",
+        if *skipped == 1 { "" } else { "s" }
+    )]
     NoLines {
         files: String,
         skipped: u64,

@@ -81,8 +81,13 @@ fn write_inputs(out: &mut String, report: &Report) -> std::fmt::Result {
         report.subject,
         if report.subject_fallbacks > 0 {
             format!(
-                " ({} lines without it used the fallback)",
-                report.subject_fallbacks
+                " ({} line{} without it used the fallback)",
+                report.subject_fallbacks,
+                if report.subject_fallbacks == 1 {
+                    ""
+                } else {
+                    "s"
+                }
             )
         } else {
             String::new()

@@ -95,8 +95,19 @@ impl Errors {
             Value::Number(n) if n.is_i64() || n.is_u64() => {
                 n.as_i64().map_or(i128::from(u64::MAX), i128::from)
             }
-            Value::Number(_) => {
-                self.push(path, "must be a whole number");
+            Value::Number(n) => {
+                // YAML reads `1e3` and `10.0` as decimals: say what to write instead.
+                let whole = n.as_f64().filter(|f| f.fract() == 0.0 && f.abs() < 1e18);
+                match whole {
+                    Some(f) => self.push(
+                        path,
+                        format!(
+                            "must be written as the whole number {f:.0}, without a decimal \
+                             point or exponent"
+                        ),
+                    ),
+                    None => self.push(path, "must be a whole number"),
+                }
                 return None;
             }
             _ => {

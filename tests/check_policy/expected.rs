@@ -25,6 +25,13 @@ pub const BAD: &[(&str, &[&str])] = &[
         &["tiers.free.limits[0].requests: must be a whole number"],
     ),
     (
+        "requests_written_as_a_decimal",
+        &[
+            "tiers.free.limits[0].requests: must be written as the whole number 1000, without a \
+             decimal point or exponent",
+        ],
+    ),
+    (
         "unknown_algorithm",
         &[concat!(
             "tiers.free.limits[0].algorithm: unknown algorithm \"leaky_bucket\" ",
