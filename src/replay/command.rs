@@ -91,6 +91,11 @@ pub enum ReplayError {
     OutputIsFolder { flag: &'static str, path: PathBuf },
     #[error("--plot {0}: the plot is drawn as PNG or JPEG; name a .png, .jpg or .jpeg file")]
     PlotFormat(PathBuf),
+    #[error(
+        "--decisions {path}: {part} exists, and replay writes each pass to {path}.partN before \
+         joining them: move or delete it"
+    )]
+    DecisionPartExists { path: PathBuf, part: PathBuf },
 }
 
 fn bar(len: u64, template: &str) -> ProgressBar {
@@ -108,7 +113,7 @@ pub fn run(args: &ReplayArgs) -> Result<Report, ReplayError> {
         errors: e.after_heading(),
     })?;
     refuse_header_for_combined(&args.logs, args.format, args.subject.as_ref())?;
-    refuse_unwritable_outputs(args)?;
+    super::outputs::refuse_unwritable(args)?;
     for path in &args.logs {
         std::fs::metadata(path).map_err(|error| ReadError::Open {
             path: path.clone(),
@@ -202,43 +207,6 @@ fn print_table(table: &str) -> Result<(), ReplayError> {
         }
         _ => Ok(()),
     }
-}
-
-/// An output that could not be written (its folder missing, a folder itself, a plot in a
-/// format it cannot be drawn in) is refused before the replay, not after it.
-fn refuse_unwritable_outputs(args: &ReplayArgs) -> Result<(), ReplayError> {
-    let outputs = [
-        ("--report", &args.report),
-        ("--plot", &args.plot),
-        ("--decisions", &args.decisions),
-    ];
-    for (flag, path) in outputs {
-        let Some(path) = path else { continue };
-        if path.is_dir() {
-            return Err(ReplayError::OutputIsFolder {
-                flag,
-                path: path.clone(),
-            });
-        }
-        if let Some(folder) = path.parent().filter(|f| !f.as_os_str().is_empty()) {
-            if !folder.is_dir() {
-                return Err(ReplayError::NoFolder {
-                    path: path.clone(),
-                    folder: folder.to_path_buf(),
-                });
-            }
-        }
-    }
-    if let Some(path) = &args.plot {
-        let extension = path
-            .extension()
-            .and_then(|e| e.to_str())
-            .unwrap_or_default();
-        if !["png", "jpg", "jpeg"].contains(&extension.to_ascii_lowercase().as_str()) {
-            return Err(ReplayError::PlotFormat(path.clone()));
-        }
-    }
-    Ok(())
 }
 
 /// Writes `--report` and `--plot`, where asked for.

@@ -10,6 +10,7 @@
 pub mod command;
 mod decisions;
 pub mod input;
+mod outputs;
 pub mod pass;
 pub mod plot;
 pub mod report;

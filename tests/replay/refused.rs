@@ -213,6 +213,20 @@ fn a_plot_it_cannot_draw_and_an_output_that_is_a_folder_are_refused_before_repla
         "error: --plot {}: the plot is drawn as PNG or JPEG; name a .png, .jpg or .jpeg file\n",
         text.display()
     ));
+    // A file where a pass would be written first is not clobbered.
+    let part = dir.path().join("d.jsonl.part0");
+    std::fs::write(&part, "the user's own file").unwrap();
+    let decisions = dir.path().join("d.jsonl");
+    args("--decisions", decisions.to_str().unwrap()).assert_fails_with(&format!(
+        "error: --decisions {0}: {1} exists, and replay writes each pass to {0}.partN before \
+         joining them: move or delete it\n",
+        decisions.display(),
+        part.display()
+    ));
+    assert_eq!(
+        std::fs::read_to_string(&part).unwrap(),
+        "the user's own file"
+    );
     let folder = dir.path().to_str().unwrap();
     for flag in ["--report", "--plot", "--decisions"] {
         args(flag, folder).assert_fails_with(&format!(

@@ -1,0 +1,67 @@
+//! The files `replay` writes (`--report`, `--plot`, `--decisions`), checked before any line
+//! is read: a replay can take minutes, and an output it cannot write should not end it.
+
+use super::command::{ReplayArgs, ReplayError};
+use std::path::{Path, PathBuf};
+
+/// An output that could not be written (its folder missing, a folder itself, a plot in a
+/// format it cannot be drawn in) is refused before the replay, not after it.
+pub fn refuse_unwritable(args: &ReplayArgs) -> Result<(), ReplayError> {
+    let outputs = [
+        ("--report", &args.report),
+        ("--plot", &args.plot),
+        ("--decisions", &args.decisions),
+    ];
+    for (flag, path) in outputs {
+        let Some(path) = path else { continue };
+        if path.is_dir() {
+            return Err(ReplayError::OutputIsFolder {
+                flag,
+                path: path.clone(),
+            });
+        }
+        if let Some(folder) = path.parent().filter(|f| !f.as_os_str().is_empty()) {
+            if !folder.is_dir() {
+                return Err(ReplayError::NoFolder {
+                    path: path.clone(),
+                    folder: folder.to_path_buf(),
+                });
+            }
+        }
+    }
+    if let Some(path) = &args.decisions {
+        if let Some(part) = existing_part(path) {
+            return Err(ReplayError::DecisionPartExists {
+                path: path.clone(),
+                part,
+            });
+        }
+    }
+    if let Some(path) = &args.plot {
+        let extension = path
+            .extension()
+            .and_then(|e| e.to_str())
+            .unwrap_or_default();
+        if !["png", "jpg", "jpeg"].contains(&extension.to_ascii_lowercase().as_str()) {
+            return Err(ReplayError::PlotFormat(path.clone()));
+        }
+    }
+    Ok(())
+}
+
+/// A file `PATH.partN` next to `--decisions PATH`: the passes are written there, and it would
+/// be overwritten, then removed.
+fn existing_part(path: &Path) -> Option<PathBuf> {
+    let name = path.file_name()?.to_str()?;
+    let folder = match path.parent() {
+        Some(folder) if !folder.as_os_str().is_empty() => folder,
+        _ => Path::new("."),
+    };
+    let prefix = format!("{name}.part");
+    std::fs::read_dir(folder).ok()?.flatten().find_map(|entry| {
+        let file = entry.file_name();
+        let number = file.to_str()?.strip_prefix(&prefix)?;
+        (!number.is_empty() && number.bytes().all(|b| b.is_ascii_digit()))
+            .then(|| folder.join(&file))
+    })
+}
