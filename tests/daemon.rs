@@ -135,6 +135,9 @@ fn a_reload_says_what_it_changes_and_on_error_applies_at_once() {
     let guess = ("Authorization", "Bearer admin2");
     let (status, _, _) = daemon.request("PUT", "/v1/admin/thresholds", &[guess, json], set);
     assert_eq!(status, 401);
+    // The route is logged, not the path and its raw user id.
+    let (status, _, _) = daemon.request("GET", "/v1/admin/subjects/+15551234567", &[guess], "");
+    assert_eq!(status, 401);
 
     // A new password too: the location stays, and the password is never logged.
     let rotated = store_down_policy(port, "deny", "80ms").replace("s3cret", "n3wpass");
@@ -146,6 +149,7 @@ fn a_reload_says_what_it_changes_and_on_error_applies_at_once() {
 
     let log = daemon.drain_log().join("\n");
     assert!(!log.contains("n3wpass") && !log.contains("s3cret"), "{log}");
+    assert!(!log.contains("15551234567"), "{log}");
     let rotated = format!(
         "WARN ratewarden::reload::changes: store.url changed its credentials or database for \
          redis://127.0.0.1:{port}; it takes effect at the next restart (the store in use stays)"
@@ -157,6 +161,8 @@ fn a_reload_says_what_it_changes_and_on_error_applies_at_once() {
         "INFO audit: admin changed the thresholds action=\"set_thresholds\"",
         "WARN audit: admin request refused: wrong admin token method=PUT \
          path=\"/v1/admin/thresholds\"",
+        "WARN audit: admin request refused: wrong admin token method=GET \
+         path=\"/v1/admin/subjects/{user}\"",
         "INFO ratewarden::reload::changes: store.on_error changed from allow to deny; in force now",
         "WARN ratewarden::reload::changes: store.timeout changed from 50ms to 80ms; it takes \
          effect at the next restart (the store in use stays)",

@@ -28,11 +28,11 @@ pub enum StoreUrlError {
     Unsupported(String),
     #[error("redis+cluster:// and rediss+cluster:// need at least one host:port")]
     NoClusterNodes,
-    /// Credentials on a later node only: most often a password with an unescaped `,`, which
-    /// splits it into nodes (so the URL is not shown).
+    /// Credentials on a later node: most often a password with an unescaped `,` or `@`,
+    /// which splits it into nodes (so the URL is not shown).
     #[error(
-        "a cluster's credentials go on its first node (the client uses them for every node); \
-         a `,` in a password separates nodes: write it as %2C"
+        "a cluster's credentials go on its first node only (the client uses them for every \
+         node); a `,` or `@` in a password must be written %2C or %40"
     )]
     ClusterCredentialsAfterFirstNode,
     /// What [`SentinelUrl::parse`] found wrong.
@@ -63,7 +63,7 @@ impl StoreUrl {
         if let Some(nodes) = url.strip_prefix("rediss+cluster://") {
             return cluster_nodes("rediss", nodes).map(StoreUrl::RedisCluster);
         }
-        Err(StoreUrlError::Unsupported(redacted(url)))
+        Err(StoreUrlError::Unsupported(unsupported_shown(url)))
     }
 
     /// The URL as it may be shown in a log line or an error (passwords written `***`).
@@ -144,7 +144,7 @@ impl StoreUrl {
 }
 
 /// `[user:password@]host:port,host:port...` as node URLs. The client requires the same
-/// credentials on every node, so the first node's apply to those written without their own.
+/// credentials on every node: the first node's apply to all, and a later node may have none.
 fn cluster_nodes(scheme: &str, list: &str) -> Result<Vec<String>, StoreUrlError> {
     let nodes: Vec<&str> = list.split(',').filter(|n| !n.is_empty()).collect();
     let credentials = match nodes.first().and_then(|n| n.rsplit_once('@')) {
@@ -154,7 +154,9 @@ fn cluster_nodes(scheme: &str, list: &str) -> Result<Vec<String>, StoreUrlError>
     if nodes.is_empty() {
         return Err(StoreUrlError::NoClusterNodes);
     }
-    if credentials.is_empty() && nodes.iter().any(|n| n.contains('@')) {
+    // The client wants one set of credentials; a later node's `@` is most often a password's
+    // `,` or `@` (so the URL is not shown).
+    if nodes.iter().skip(1).any(|n| n.contains('@')) {
         return Err(StoreUrlError::ClusterCredentialsAfterFirstNode);
     }
     let urls: Vec<String> = nodes
@@ -207,6 +209,18 @@ fn openable(url: &str) -> Result<(), StoreUrlError> {
         }
         Ok(info) if info.redis_settings().db() < 0 => Err(refused("Invalid database number")),
         Ok(_) => Ok(()),
+    }
+}
+
+/// A URL of no scheme ratewarden knows, as an error may show it: whole unless it has an `@`,
+/// since a mistyped scheme (`redis:/app:pa,ss@h`) leaves no shape to find a password in.
+fn unsupported_shown(url: &str) -> String {
+    match url.contains('@') {
+        false => url.to_owned(),
+        true => {
+            let scheme_end = url.find([':', '/']).unwrap_or(url.len());
+            format!("{}:... (credentials hidden)", &url[..scheme_end])
+        }
     }
 }
 
@@ -318,10 +332,22 @@ mod tests {
         );
         // A password the client would cut short is refused, without showing it.
         let refused = |url: &str| StoreUrl::parse(url).unwrap_err().to_string();
+        for url in [
+            "redis+cluster://app:2024,Summer@h1:1,h2:2",
+            "redis+cluster://app:Xy@Zz,Qq@h1:1,h2:2",
+            "redis+cluster://me@x.com:pa,ss@h1:1,h2:2",
+        ] {
+            assert_eq!(
+                refused(url),
+                "a cluster's credentials go on its first node only (the client uses them for \
+                 every node); a `,` or `@` in a password must be written %2C or %40"
+            );
+        }
         assert_eq!(
-            refused("redis+cluster://app:2024,Summer@h1:1,h2:2"),
-            "a cluster's credentials go on its first node (the client uses them for every \
-             node); a `,` in a password separates nodes: write it as %2C"
+            refused("redis:/app:pa,ss@h:1"),
+            "unsupported store \"redis:... (credentials hidden)\" (expected memory://, \
+             redis://, redis+cluster:// or redis+sentinel://; rediss://, rediss+cluster:// or \
+             rediss+sentinel:// for TLS)"
         );
         for url in [
             "redis://app:2024?Summer@h:1",
@@ -386,12 +412,17 @@ mod tests {
         assert!(!tls("redis+sentinel://h1/mymaster"));
         assert!(!tls("memory://"));
         assert_eq!(
-            StoreUrl::parse("rediss+cluster://app:s3cret@h1:7000,h2:7001,u:q@h3:7002"),
+            StoreUrl::parse("rediss+cluster://app:s3cret@h1:7000,h2:7001,h3:7002"),
             Ok(StoreUrl::RedisCluster(vec![
                 "rediss://app:s3cret@h1:7000".into(),
                 "rediss://app:s3cret@h2:7001".into(),
-                "rediss://u:q@h3:7002".into()
+                "rediss://app:s3cret@h3:7002".into()
             ]))
+        );
+        // The client refuses other credentials on another node: refused here already.
+        assert_eq!(
+            StoreUrl::parse("rediss+cluster://app:s3cret@h1:7000,h2:7001,u:q@h3:7002"),
+            Err(StoreUrlError::ClusterCredentialsAfterFirstNode)
         );
     }
 
@@ -444,7 +475,7 @@ mod tests {
         assert_eq!(
             StoreUrl::parse("memcached://u:pw@h").map_err(|e| e.to_string()),
             Err(
-                "unsupported store \"memcached://u:***@h\" (expected memory://, redis://, \
+                "unsupported store \"memcached:... (credentials hidden)\" (expected memory://, redis://, \
                  redis+cluster:// or redis+sentinel://; rediss://, rediss+cluster:// or \
                  rediss+sentinel:// for TLS)"
                     .to_owned()

@@ -19,8 +19,8 @@ use super::AppState;
 use super::check::MAX_USER_BYTES;
 use super::problem::Problem;
 use crate::store::StoreError;
-use axum::extract::FromRequestParts;
 use axum::extract::rejection::QueryRejection;
+use axum::extract::{FromRequestParts, MatchedPath};
 use axum::http::request::Parts;
 use axum::http::{HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
@@ -101,8 +101,14 @@ impl FromRequestParts<AppState> for Admin {
 
 /// Logs a refused admin request on the `audit` target, so that someone guessing the token
 /// shows in the log (a token presented is logged at `warn`, a request without one at `info`).
+/// The route is logged, not the path: `/v1/admin/subjects/{user}` holds a raw user id, and a
+/// path can be 64 KiB long.
 fn refused(parts: &Parts, problem: &str) {
-    let (method, path) = (&parts.method, parts.uri.path());
+    let method = &parts.method;
+    let path = parts
+        .extensions
+        .get::<MatchedPath>()
+        .map_or("(no route)", MatchedPath::as_str);
     match parts.headers.contains_key(header::AUTHORIZATION) {
         true => tracing::warn!(target: "audit", %method, path, "admin request refused: {problem}"),
         false => tracing::info!(target: "audit", %method, path, "admin request refused: {problem}"),
