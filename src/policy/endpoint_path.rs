@@ -114,12 +114,14 @@ fn encoded_slashes_decoded(path: &str) -> Cow<'_, str> {
 pub enum AmbiguousPath {
     #[error(
         "the path is ambiguous: its `..` segment takes it to {resolved:?} where dot-segments are \
-         removed (nginx, Go) but not where the path is routed as sent (Express); send the path \
+         removed ({readers}) but not where the path is routed as sent (Express); send the path \
          without `..`"
     )]
     DotDotSegment {
         /// The path's normal form here: dot-segments removed.
         resolved: String,
+        /// The servers that read this spelling of `..` as a dot-segment.
+        readers: &'static str,
     },
     #[error(
         "the path is ambiguous: with `%2F` read as `/` it is {decoded:?} (nginx, werkzeug, Go) \
@@ -158,9 +160,36 @@ fn unambiguous(raw: &str) -> Result<(), AmbiguousPath> {
     if (path.contains("..") || path.contains("%2")) && path.split(['/', '\\']).any(is_dot_dot) {
         return Err(AmbiguousPath::DotDotSegment {
             resolved: normalise(&dot_dots_spelt_plainly(&path)).into_owned(),
+            readers: dot_dot_readers(&path),
         });
     }
     Ok(())
+}
+
+/// Who reads the first spelling of `..` in `path` (which holds one) as a dot-segment: a plain
+/// or percent-encoded `..` is read so nearly everywhere; `..;x` and `..` set off by `\` only
+/// by some servers, which the message names so the client sees why its path counts.
+fn dot_dot_readers(path: &str) -> &'static str {
+    let mut slash_segments = path.split('/').filter(|segment| is_dot_dot(segment));
+    match slash_segments.next() {
+        Some(segment) if !segment.contains(';') => "nginx, Go",
+        Some(_) => "Tomcat and Spring, which read `..;x` as `..`",
+        None => "WHATWG URL parsers and IIS, which read `\\` as `/`",
+    }
+}
+
+/// Whether a rule's `body` (a prefix rule's without its `*`) holds a complete segment that is
+/// a `..` in some spelling, `..;x` or one set off by `\`: requests with one are refused
+/// ([`EndpointPath::parse`]), so such a rule never matches. A prefix's last, partial segment
+/// may go on as a name (`/api/..*` matches `/api/..data`), unless its `;` has ended the `..`
+/// already (`/api/..;*`).
+pub fn has_dot_dot_segment(body: &str, prefix: bool) -> bool {
+    let (complete, partial) = match prefix {
+        true => body.split_at(body.rfind(['/', '\\']).unwrap_or(0)),
+        false => (body, ""),
+    };
+    complete.split(['/', '\\']).any(is_dot_dot)
+        || (partial.contains(';') && is_dot_dot(partial.get(1..).unwrap_or_default()))
 }
 
 /// `path` with `\` read as `/` and every `..;x` segment as `..`, as the backends that read

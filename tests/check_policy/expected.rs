@@ -240,6 +240,13 @@ pub const BAD: &[(&str, &[&str])] = &[
         )],
     ),
     (
+        "dot_dot_with_parameter_in_path",
+        &[concat!(
+            "endpoints[1].path: \"/api/..;v1/export\" can never match: a request path with a ",
+            "`..` segment (`..;x` and `..` set off by `\\` too) is refused"
+        )],
+    ),
+    (
         "path_without_slash",
         &["endpoints[0].path: \"login\" must start with /"],
     ),

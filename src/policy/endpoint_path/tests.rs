@@ -1,7 +1,10 @@
 //! The normaliser against hand-picked spellings and, for any path, against a literal reading
 //! of RFC 3986 (§6.2.2.1-2 for percent-encodings, §5.2.4 for dot-segments).
 
-use super::{AmbiguousPath, EndpointPath, is_normal_prefix, normal_prefix, normalise, unambiguous};
+use super::{
+    AmbiguousPath, EndpointPath, has_dot_dot_segment, is_normal_prefix, normal_prefix, normalise,
+    unambiguous,
+};
 use proptest::prelude::*;
 use std::borrow::Cow;
 
@@ -134,7 +137,8 @@ fn a_dot_dot_segment_is_refused_by_name() {
     assert_eq!(
         err,
         AmbiguousPath::DotDotSegment {
-            resolved: "/api/x".to_owned()
+            resolved: "/api/x".to_owned(),
+            readers: "nginx, Go",
         }
     );
     assert_eq!(
@@ -144,17 +148,35 @@ fn a_dot_dot_segment_is_refused_by_name() {
          without `..`"
     );
     // Named where the backends that read `..;x` and `\` as `..` and `/` take it.
-    for (spelling, resolved) in [
-        ("/api/export/..;x/search", "/api/search"),
-        ("/api/export/..\\search", "/api/search"),
+    for (spelling, resolved, readers) in [
+        (
+            "/api/export/..;x/search",
+            "/api/search",
+            "Tomcat and Spring, which read `..;x` as `..`",
+        ),
+        (
+            "/api/export/..\\search",
+            "/api/search",
+            "WHATWG URL parsers and IIS, which read `\\` as `/`",
+        ),
+        ("/api/export/%2e%2E/search", "/api/search", "nginx, Go"),
     ] {
         assert_eq!(
             unambiguous(spelling),
             Err(AmbiguousPath::DotDotSegment {
-                resolved: resolved.to_owned()
+                resolved: resolved.to_owned(),
+                readers,
             })
         );
     }
+    assert_eq!(
+        unambiguous("/api/export/..;x/search")
+            .unwrap_err()
+            .to_string(),
+        "the path is ambiguous: its `..` segment takes it to \"/api/search\" where dot-segments \
+         are removed (Tomcat and Spring, which read `..;x` as `..`) but not where the path is \
+         routed as sent (Express); send the path without `..`"
+    );
     for refused in [
         "/api//../export",
         "/api//%2e%2E/export",
@@ -409,7 +431,7 @@ proptest! {
                 prop_assert_eq!(decoded, merged);
                 prop_assert_eq!(shown, encoded);
             }
-            Err(AmbiguousPath::DotDotSegment { resolved }) => {
+            Err(AmbiguousPath::DotDotSegment { resolved, .. }) => {
                 prop_assert!(!slash_parts);
                 prop_assert!(dot_dot, "{}", path);
                 prop_assert_eq!(resolved, merged);
@@ -420,5 +442,26 @@ proptest! {
     #[test]
     fn unrooted_text_is_kept(text in "[^/].*") {
         prop_assert!(matches!(normalise(&text), Cow::Borrowed(t) if t == text));
+    }
+}
+
+#[test]
+fn a_rule_with_a_complete_dot_dot_segment_is_found() {
+    for (body, prefix) in [
+        ("/api/..;v1/export", false),
+        ("/api/..;v1/", true),
+        ("/api\\..\\export", false),
+        ("/api/x\\..", false),
+        ("/api/..;", true),
+    ] {
+        assert!(has_dot_dot_segment(body, prefix), "{body}");
+    }
+    // A prefix's last segment may go on as a name; `..data` and `x..` are names.
+    for (body, prefix) in [
+        ("/api/..", true),
+        ("/api/..data", false),
+        ("/api/x../", true),
+    ] {
+        assert!(!has_dot_dot_segment(body, prefix), "{body}");
     }
 }
