@@ -25,6 +25,11 @@ pub const RLS_DESCRIPTORS: &[u8] = include_bytes!(concat!(env!("OUT_DIR"), "/rls
 /// The full name of the rate limit service, as health checks name it.
 pub const SERVICE_NAME: &str = "envoy.service.ratelimit.v3.RateLimitService";
 
+/// The largest `ShouldRateLimit` message read (tonic's default is 4 MiB). A descriptor costs
+/// some 25 times its wire size once decoded, and the descriptor count is checked only then, so
+/// the cap bounds the memory one call can take (about 25 MiB); Envoy's calls are a few KiB.
+pub const MAX_REQUEST_BYTES: usize = 1024 * 1024;
+
 /// Why the gRPC server could not be built or stopped with an error.
 #[derive(Debug, thiserror::Error)]
 pub enum GrpcError {
@@ -53,7 +58,10 @@ pub async fn serve(
         .register_encoded_file_descriptor_set(tonic_health::pb::FILE_DESCRIPTOR_SET)
         .build_v1alpha()?;
     let served = tonic::transport::Server::builder()
-        .add_service(RateLimitServiceServer::new(RateLimitGrpc::new(engine)))
+        .add_service(
+            RateLimitServiceServer::new(RateLimitGrpc::new(engine))
+                .max_decoding_message_size(MAX_REQUEST_BYTES),
+        )
         .add_service(health)
         .add_service(reflection_v1)
         .add_service(reflection_v1alpha)

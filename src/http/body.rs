@@ -5,7 +5,9 @@ use super::problem::Problem;
 use axum::body::Body;
 use axum::extract::{FromRequest, Request};
 use axum::http::{StatusCode, header};
-use serde::de::{Deserialize, DeserializeOwned, Deserializer, Visitor};
+use serde::de::{Deserialize, DeserializeOwned, Deserializer, IgnoredAny, SeqAccess, Visitor};
+use std::fmt;
+use std::marker::PhantomData;
 
 /// The largest request body accepted, but for a batch.
 pub const MAX_BODY_BYTES: usize = 64 * 1024;
@@ -141,14 +143,44 @@ impl<'de, T: Deserialize<'de>> Deserialize<'de> for Object<T> {
     }
 }
 
-/// For `#[serde(default, deserialize_with = "objects")]` on an `Option<Vec<T>>` of structs.
-pub fn objects<'de, D, T>(deserializer: D) -> Result<Option<Vec<T>>, D::Error>
-where
-    D: Deserializer<'de>,
-    T: Deserialize<'de>,
-{
-    let items = Option::<Vec<Object<T>>>::deserialize(deserializer)?;
-    Ok(items.map(|items| items.into_iter().map(|o| o.0).collect()))
+/// A JSON list of objects of which at most `MAX` are kept, and how many it held: the items past
+/// `MAX` are counted without being built, so a 4 MiB batch of `{}`s (a million of them) costs
+/// no more memory than a full one before it is refused for its length.
+#[derive(Debug)]
+pub struct Capped<T, const MAX: usize> {
+    pub items: Vec<T>,
+    pub held: usize,
+}
+
+impl<'de, T: Deserialize<'de>, const MAX: usize> Deserialize<'de> for Capped<T, MAX> {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        deserializer.deserialize_seq(CappedVisitor(PhantomData))
+    }
+}
+
+struct CappedVisitor<T, const MAX: usize>(PhantomData<T>);
+
+impl<'de, T: Deserialize<'de>, const MAX: usize> Visitor<'de> for CappedVisitor<T, MAX> {
+    type Value = Capped<T, MAX>;
+
+    fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+        f.write_str("a sequence")
+    }
+
+    fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Self::Value, A::Error> {
+        let mut items = Vec::with_capacity(seq.size_hint().unwrap_or(0).min(MAX));
+        while items.len() < MAX {
+            match seq.next_element::<Object<T>>()? {
+                Some(item) => items.push(item.0),
+                None => break,
+            }
+        }
+        let mut held = items.len();
+        while seq.next_element::<IgnoredAny>()?.is_some() {
+            held += 1;
+        }
+        Ok(Capped { items, held })
+    }
 }
 
 /// Reads a struct as a map (never as a sequence); everything else as the inner deserializer.

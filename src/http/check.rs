@@ -1,7 +1,7 @@
 //! `POST /v1/check` and `POST /v1/check/batch`: JSON in, decision out.
 
 use super::AppState;
-use super::body::{JsonBody, MAX_BATCH_BODY_BYTES};
+use super::body::{Capped, JsonBody, MAX_BATCH_BODY_BYTES};
 use super::decision::{self, DecisionBody};
 use super::problem::Problem;
 use crate::engine::{CheckError, CheckRequest, Cost, EndpointPath, MAX_COST};
@@ -155,9 +155,9 @@ pub async fn check(
 #[serde(deny_unknown_fields)]
 pub struct BatchBody {
     /// 1 to 1000 check requests, decided in order, each as if sent alone.
-    #[serde(default, deserialize_with = "super::body::objects")]
+    #[serde(default)]
     #[schema(value_type = Vec<CheckBody>, required = true, min_items = 1, max_items = 1000)]
-    pub requests: Option<Vec<CheckBody>>,
+    pub requests: Option<Capped<CheckBody, MAX_BATCH>>,
 }
 
 #[derive(Debug, Serialize, ToSchema)]
@@ -181,16 +181,17 @@ pub async fn batch(
     State(state): State<AppState>,
     JsonBody(body): JsonBody<BatchBody, MAX_BATCH_BODY_BYTES>,
 ) -> Result<Json<BatchResults>, Problem> {
-    let items = body
+    let list = body
         .requests
         .ok_or_else(|| Problem::bad_request("field `requests` is required"))?;
-    if items.is_empty() || items.len() > MAX_BATCH {
+    if list.held == 0 || list.held > MAX_BATCH {
         return Err(Problem::bad_request(format!(
             "field `requests` must hold 1 to {MAX_BATCH} items (it holds {})",
-            items.len()
+            list.held
         )));
     }
-    let valid = items
+    let valid = list
+        .items
         .into_iter()
         .enumerate()
         .map(|(i, item)| item.validate(&format!("requests[{i}].")))

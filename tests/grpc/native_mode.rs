@@ -154,6 +154,25 @@ async fn malformed_requests_are_invalid_argument_naming_the_problem() {
         assert_eq!(status.code(), Code::InvalidArgument, "{message}");
         assert_eq!(status.message(), message);
     }
+    let too_many = request("web", vec![descriptor(&[("user", "a")]); 1001]);
+    let status = s.refused(too_many).await;
+    assert_eq!(status.message(), "at most 1000 descriptors per request");
+}
+
+#[tokio::test]
+async fn a_message_over_one_mebibyte_is_refused_before_it_is_decoded() {
+    let s = server().await;
+    // About 1.2 MiB of empty-valued entries: decoded, a few hundred thousand of them.
+    let entries = vec![("k", ""); 300_000];
+    let status = s.refused(request("web", vec![descriptor(&entries)])).await;
+    assert_eq!(status.code(), Code::OutOfRange);
+    assert!(
+        status
+            .message()
+            .starts_with("Error, decoded message length too large"),
+        "{}",
+        status.message()
+    );
 }
 
 #[tokio::test]

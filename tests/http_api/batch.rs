@@ -93,6 +93,16 @@ async fn a_bad_batch_is_400_and_consumes_nothing() {
             "field `requests` must hold 1 to 1000 items (it holds 1001)",
         ),
         (json!({}), "field `requests` is required"),
+        (json!({"requests": null}), "field `requests` is required"),
+        (
+            json!({"requests": 5}),
+            "field `requests`: invalid type: integer `5`, expected a sequence",
+        ),
+        // Counted, not built: a 3 MB body of `{}`s costs no more than a full batch.
+        (
+            json!({ "requests": vec![json!({}); 1_000_000] }),
+            "field `requests` must hold 1 to 1000 items (it holds 1000000)",
+        ),
         (
             json!({"requests": [item, item, {"user": "z", "endpoint": "/api/export", "cost": 0}]}),
             "field `requests[2].cost` must be between 1 and 1000000 (it is 0)",
