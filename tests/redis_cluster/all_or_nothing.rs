@@ -163,3 +163,51 @@ async fn a_user_and_an_ip_on_two_masters_are_all_or_nothing() {
     let log = String::from_utf8(log.0.lock().unwrap().clone()).unwrap();
     assert!(!log.contains("could not refund"), "refunds succeed:\n{log}");
 }
+
+/// Many requests of one user at once, each denied by an exhausted address on another master:
+/// every refund finds its own units, so the user's tier is charged nothing. (A refund that took
+/// the newest entries of a log took a concurrent request's, which then found none to take and
+/// left its unit charged: fifty denied requests used up most of a `sliding_log` tier.)
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn concurrent_refunds_give_back_every_unit() {
+    const TIER: u64 = 100;
+    const AT_ONCE: usize = 50;
+    let cluster = RedisCluster::start(3);
+    for (a, algorithm) in Algorithm::ALL.into_iter().enumerate() {
+        let yaml = format!(
+            "default_tier: big\n\
+             tiers:\n  \
+               big:\n    limits: [ {{ name: tier, algorithm: {algorithm}, requests: {TIER}, window: 1h }} ]\n\
+             endpoints:\n  \
+               - path: /login\n    key: ip\n    limits: [ {{ name: login, algorithm: fixed_window, requests: 1, window: 1h }} ]\n"
+        );
+        let engine = engine(&cluster, &yaml).await;
+        common::clear_of_window_edge(Duration::from_secs(3600)).await;
+        let ip: IpAddr = format!("10.3.{a}.1").parse().unwrap();
+        let ip_node = node_of_subject(&cluster, engine.hasher().ip(ip));
+        let user = (0..)
+            .map(|i| format!("raced-{algorithm}-{i}"))
+            .find(|u| node_of_subject(&cluster, engine.hasher().user(u)) != ip_node)
+            .unwrap();
+        let login = CheckRequest {
+            ip: Some(ip),
+            ..CheckRequest::new("whoever", "/login")
+        };
+        assert!(check(&engine, login).await.allowed, "{algorithm}");
+
+        let denied = CheckRequest {
+            ip: Some(ip),
+            ..CheckRequest::new(&user, "/login")
+        };
+        let decisions =
+            futures_util::future::join_all((0..AT_ONCE).map(|_| check(&engine, denied.clone())))
+                .await;
+        assert!(decisions.iter().all(|d| !d.allowed), "{algorithm}");
+        let d = check(&engine, CheckRequest::new(&user, "/elsewhere")).await;
+        assert_eq!(
+            d.remaining,
+            Some(TIER - 1),
+            "{algorithm}: the {AT_ONCE} denied requests were all refunded"
+        );
+    }
+}

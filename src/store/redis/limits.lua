@@ -229,19 +229,28 @@ local function log_consume(c, st, now, cost)
   redis.call('SET', c.tkey, num(total + cost))
   return at + c.w
 end
-local function log_refund(c, st, since, cost)
-  -- Take back up to `cost` from the newest entries at or after the consumption, and lower the
-  -- total by exactly what was removed (never below what the log holds).
-  local entries = log_entries(c, num(since), '+inf')
+local function log_refund(c, st, since, now, cost)
+  -- Take back `cost` from the oldest entries at or after the consumption: its own entry (or the
+  -- newer one a clock step merged it into). Concurrent refunds each find their own so; taking
+  -- the newest would let one take another's, which then found nothing and left its units
+  -- charged. What is not found there (another refund took it) comes from the newest live
+  -- entries before it, so the total always goes down by `cost` while the log holds that much.
   local left, removed = cost, 0
-  local i = #entries - 1
-  while left > 0 and i >= 1 do
-    local member, at = entries[i], entries[i + 1]
-    local have = entry_cost(member)
-    local take = math.min(have, left)
-    redis.call('ZREM', c.key, member)
-    if have > take then redis.call('ZADD', c.key, at, at .. ':' .. num(have - take)) end
-    left, removed, i = left - take, removed + take, i - 2
+  local function take(entries)
+    for i = 1, #entries - 1, 2 do
+      if left <= 0 then return end
+      local member, at = entries[i], entries[i + 1]
+      local have = entry_cost(member)
+      local taken = math.min(have, left)
+      redis.call('ZREM', c.key, member)
+      if have > taken then redis.call('ZADD', c.key, at, at .. ':' .. num(have - taken)) end
+      left, removed = left - taken, removed + taken
+    end
+  end
+  take(log_entries(c, num(since), '+inf'))
+  if left > 0 then
+    local before = redis.pcall('ZREVRANGEBYSCORE', c.key, '(' .. num(since), '(' .. num(now - c.w), 'WITHSCORES')
+    if type(before) == 'table' and not before.err then take(before) end
   end
   if removed > 0 then redis.call('SET', c.tkey, num(math.max(st.total - removed, 0)), 'KEEPTTL') end
 end
@@ -278,7 +287,7 @@ end
 local function refund(c, st, at, now)
   if not st then return end
   local cost = c.cost
-  if c.alg == LOG then return log_refund(c, st, at, cost) end
+  if c.alg == LOG then return log_refund(c, st, at, now, cost) end
   local w = c.w
   if c.alg == FIXED then
     if st.a == at - at % w then redis.call('SET', c.key, 'F ' .. num(st.a) .. ' ' .. num(math.max(st.b - cost, 0)), 'KEEPTTL') end
