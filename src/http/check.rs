@@ -4,7 +4,7 @@ use super::AppState;
 use super::body::{Capped, JsonBody, MAX_BATCH_BODY_BYTES};
 use super::decision::{self, DecisionBody};
 use super::problem::Problem;
-use crate::engine::{CheckError, CheckRequest, Cost, EndpointPath, MAX_COST};
+use crate::engine::{CheckError, CheckRequest, Cost, EndpointPath, MAX_COST, path_of};
 use axum::Json;
 use axum::extract::State;
 use axum::response::Response;
@@ -73,10 +73,13 @@ pub fn required_text(value: Option<String>, field: &str, max: usize) -> Result<S
     }
 }
 
-/// `path` in normal form, or a 400 naming both readings of a path servers read as two
-/// endpoints (`/api/export/../x`); `at` says where it was (`field \`endpoint\`: `).
-pub fn endpoint_path<'a>(path: &'a str, at: &str) -> Result<EndpointPath<'a>, Problem> {
-    EndpointPath::parse(path).map_err(|e| Problem::bad_request(format!("{at}{e}")))
+/// `endpoint`'s path in normal form, or a 400 naming both readings of a path servers read as
+/// two endpoints (`/api/export/../x`); `at` says where it was (`field \`endpoint\`: `). An
+/// absolute URI's scheme and host go first (`http://h/api/export` is `/api/export`), as on
+/// forward auth and gRPC: an app that passes the request target as it came must not let a
+/// client dodge a rule by sending the absolute form.
+pub fn endpoint_path<'a>(endpoint: &'a str, at: &str) -> Result<EndpointPath<'a>, Problem> {
+    EndpointPath::parse(path_of(endpoint)).map_err(|e| Problem::bad_request(format!("{at}{e}")))
 }
 
 pub fn optional_ip(value: Option<String>, field: &str) -> Result<Option<IpAddr>, Problem> {
@@ -102,8 +105,11 @@ impl CheckBody {
         };
         let user = required_text(self.user, &format!("{at}user"), MAX_USER_BYTES)?;
         let field = format!("{at}endpoint");
-        let endpoint = required_text(self.endpoint, &field, MAX_ENDPOINT_BYTES)?;
+        let mut endpoint = required_text(self.endpoint, &field, MAX_ENDPOINT_BYTES)?;
         endpoint_path(&endpoint, &format!("field `{field}`: "))?;
+        if path_of(&endpoint).len() != endpoint.len() {
+            endpoint = path_of(&endpoint).to_owned();
+        }
         Ok(ValidCheck {
             user,
             endpoint,

@@ -2,7 +2,7 @@
 //! endpoints and tiers stored once each (a week of logs names the same few thousand).
 
 use crate::clock::Micros;
-use crate::engine::{Cost, EndpointPath};
+use crate::engine::{Cost, EndpointPath, path_of};
 use crate::simulate::Label;
 use hashbrown::HashMap;
 use std::net::IpAddr;
@@ -112,7 +112,7 @@ impl Traffic {
         let endpoint = intern(
             &mut self.endpoints,
             &mut self.ids.endpoints,
-            &EndpointPath::new(parsed.endpoint),
+            &EndpointPath::new(path_of(parsed.endpoint)),
         );
         let tier = parsed
             .tier

@@ -80,6 +80,10 @@ async fn subject_view_of_an_endpoint_and_under_scaling() {
     let reply = admin(&h.app, Method::GET, uri, None).await;
     assert_eq!(reply.status, StatusCode::OK, "{}", reply.text);
     assert_eq!(reply.json["endpoint_rule"], "/api/search");
+    // An absolute URI names its path, as on every route that takes one.
+    let absolute = "/v1/admin/subjects/bob?endpoint=https%3A%2F%2Fh%2Fapi%2Fsearch";
+    let same = admin(&h.app, Method::GET, absolute, None).await;
+    assert_eq!(same.json["endpoint_rule"], "/api/search", "{}", same.text);
     let usage = |reply: &Reply| -> Vec<(String, Value, Value, Value, Value)> {
         reply.json["limits"]
             .as_array()

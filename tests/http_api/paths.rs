@@ -154,6 +154,35 @@ async fn the_length_limit_is_on_the_path_as_sent() {
     assert_eq!(reply.json()["policy"], "endpoint:/api/export/export");
 }
 
+/// An app that passes the request target as it came hands over the absolute form a client may
+/// send (`GET http://h/api/export HTTP/1.1`, which backends route as `/api/export`): its scheme
+/// and host go, as on forward auth and gRPC, on every route that takes a path.
+#[tokio::test]
+async fn an_absolute_uri_counts_as_its_path() {
+    let app = crate::common::http::app(EXAMPLE_POLICY);
+    let absolute = "http://shop.example:8080/api/export?format=csv";
+    let reply = check(&app, json!({"user": "dave", "endpoint": absolute})).await;
+    assert_eq!(reply.json()["policy"], "endpoint:/api/export/export");
+    assert_eq!(reply.json()["remaining"], 4);
+    let item = json!({"user": "dave", "endpoint": "HTTPS://h/api/export"});
+    let reply = post_json(&app.router, "/v1/check/batch", &json!({"requests": [item]})).await;
+    assert_eq!(
+        reply.json()["results"][0]["remaining"],
+        3,
+        "{}",
+        reply.text()
+    );
+    let reply = check(&app, json!({"user": "dave", "endpoint": "/api/export"})).await;
+    assert_eq!(reply.json()["remaining"], 2);
+    // Refused as the path alone is.
+    let reply = check(
+        &app,
+        json!({"user": "dave", "endpoint": "http://h/api/x/../export"}),
+    )
+    .await;
+    assert_eq!(reply.status, StatusCode::BAD_REQUEST);
+}
+
 #[tokio::test]
 async fn a_report_counts_against_the_rule_its_spelling_normalises_to() {
     // The shipped policy with an `upstream` source of the export rule's own.
@@ -162,7 +191,11 @@ async fn a_report_counts_against_the_rule_its_spelling_normalises_to() {
         "  - path: /api/export\n    load: { source: upstream, upstream: { latency_target: 2s } }\n",
     );
     let app = crate::common::http::app(&yaml);
-    for (endpoint, status) in [("/api//export", 503), ("/api/%2e/export", 200)] {
+    for (endpoint, status) in [
+        ("/api//export", 503),
+        ("/api/%2e/export", 200),
+        ("HTTPS://shop.example/api/export", 200),
+    ] {
         let report =
             json!({"user": "erin", "endpoint": endpoint, "status": status, "latency_ms": 12});
         let reply = post_json(&app.router, "/v1/report", &report).await;
@@ -172,7 +205,7 @@ async fn a_report_counts_against_the_rule_its_spelling_normalises_to() {
     let export = &app.engine.policy().endpoints[1];
     assert_eq!(export.pattern.display(), "/api/export");
     let own = outcomes.take_rule(1, &export.pattern);
-    assert_eq!((own.reports, own.errors), (2, 1));
+    assert_eq!((own.reports, own.errors), (3, 1));
     assert_eq!(outcomes.global.reports, 0);
 }
 

@@ -6,7 +6,9 @@
 use super::flags::rfc3339;
 use super::subject_name::named_subject;
 use super::{Admin, query_problem, store_problem};
-use crate::engine::{InspectError, LimitUsage, SubjectInspection, SubjectQuery, TierSource};
+use crate::engine::{
+    InspectError, LimitUsage, SubjectInspection, SubjectQuery, TierSource, path_of,
+};
 use crate::features::{FEATURE_NAMES, SubjectFeatures};
 use crate::http::AppState;
 use crate::http::check::{MAX_ENDPOINT_BYTES, endpoint_path};
@@ -204,7 +206,7 @@ pub async fn subject(
         .engine
         .inspect_subject(SubjectQuery {
             subject,
-            endpoint: query.endpoint.as_deref(),
+            endpoint: query.endpoint.as_deref().map(path_of),
             ip,
         })
         .await

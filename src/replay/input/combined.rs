@@ -8,6 +8,7 @@
 
 use super::time::{TimeError, parse_clf_time};
 use crate::clock::Micros;
+use crate::engine::path_of;
 
 #[derive(Debug, Clone, PartialEq)]
 pub struct CombinedLine<'a> {
@@ -147,15 +148,8 @@ fn endpoint_of(request: &str) -> (Option<&str>, &str) {
     let (Some(method), Some(target)) = (parts.next(), parts.next()) else {
         return (None, "-");
     };
-    let mut path = target;
-    for scheme in ["http://", "https://"] {
-        if let Some(rest) = target.strip_prefix(scheme) {
-            path = rest.find('/').map_or("/", |i| &rest[i..]);
-        }
-    }
-    let end = path.find(['?', '#']).unwrap_or(path.len());
-    let path = &path[..end];
-    (Some(method), if path.is_empty() { "-" } else { path })
+    // As forward auth reads a request target: an absolute form's scheme and host go.
+    (Some(method), path_of(target))
 }
 
 struct Cursor<'a> {
@@ -250,6 +244,11 @@ mod tests {
         );
         assert_eq!(endpoint_of(""), (None, "-"));
         assert_eq!(endpoint_of("batman"), (None, "-"));
-        assert_eq!(endpoint_of("GET ?x HTTP/1.0"), (Some("GET"), "-"));
+        // As forward auth reads them: any scheme's absolute form, an empty path as `/`.
+        assert_eq!(endpoint_of("GET ?x HTTP/1.0"), (Some("GET"), "/"));
+        assert_eq!(
+            endpoint_of("GET HTTP://h.example/p HTTP/1.1"),
+            (Some("GET"), "/p")
+        );
     }
 }
