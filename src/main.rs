@@ -38,7 +38,7 @@ fn main() -> ExitCode {
 /// no level (`verbose`, `degub`) parses as a target nothing logs under: taken as it is, a typo
 /// would silence every line, outage warnings included.
 fn log_filter(default_level: &str) -> (tracing_subscriber::EnvFilter, Option<String>) {
-    let fallback = || tracing_subscriber::EnvFilter::new(default_level);
+    let fallback = || tracing_subscriber::EnvFilter::new(quiet_redis(default_level));
     let Ok(value) = std::env::var("RATEWARDEN_LOG") else {
         return (fallback(), None);
     };
@@ -46,9 +46,23 @@ fn log_filter(default_level: &str) -> (tracing_subscriber::EnvFilter, Option<Str
     if text.is_empty() {
         return (fallback(), None);
     }
-    match tracing_subscriber::EnvFilter::try_new(text) {
+    match tracing_subscriber::EnvFilter::try_new(quiet_redis(text)) {
         Ok(filter) if !text.split(',').any(stray_word) => (filter, None),
         _ => (fallback(), Some(value)),
+    }
+}
+
+/// `filter` with the Redis client's own lines kept to errors, unless it names the `redis` target
+/// itself: while a cluster node is down the client warns several times per call (thousands of
+/// lines a second), and ratewarden logs the outage itself, once when it begins and once when
+/// it ends.
+fn quiet_redis(filter: &str) -> String {
+    let names_redis = filter
+        .split(',')
+        .any(|directive| directive.trim_start().starts_with("redis"));
+    match names_redis {
+        true => filter.to_owned(),
+        false => format!("{filter},redis=error"),
     }
 }
 
@@ -122,3 +136,18 @@ fn end_quietly_when_the_reader_leaves() {
 
 #[cfg(not(unix))]
 fn end_quietly_when_the_reader_leaves() {}
+
+#[cfg(test)]
+mod tests {
+    use super::quiet_redis;
+
+    #[test]
+    fn the_redis_client_is_kept_to_errors_unless_named() {
+        assert_eq!(quiet_redis("info"), "info,redis=error");
+        assert_eq!(
+            quiet_redis("ratewarden=debug,audit=info"),
+            "ratewarden=debug,audit=info,redis=error"
+        );
+        assert_eq!(quiet_redis("warn,redis=debug"), "warn,redis=debug");
+    }
+}

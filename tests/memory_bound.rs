@@ -61,6 +61,7 @@ fn max_keys_refuses_new_subjects_and_keeps_serving_known_ones() {
         if !d.allowed {
             assert_eq!(d.reason, Some(Reason::StoreUnavailable));
             assert!(d.degraded);
+            assert!(d.store_full, "said to be full, not failed");
         }
         // A subject the store already tracks is served as usual.
         let d = engine

@@ -55,6 +55,8 @@ pub struct Decision {
     pub shadow: bool,
     /// Decided while the store failed.
     pub degraded: bool,
+    /// Denied because the embedded store is full (`store.max_keys`), not because it failed.
+    pub store_full: bool,
     pub scale: f64,
     pub load_factor: f64,
     /// The factor of the endpoint rule's own load source (its limits scale by it instead of
@@ -105,6 +107,7 @@ impl Decision {
             reason: findings.reason,
             shadow: findings.shadow,
             degraded: false,
+            store_full: false,
             scale: plan.reported_scale(),
             load_factor: plan.load_factor,
             rule_load_factor: plan.rule_load_factor,

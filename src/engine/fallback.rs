@@ -17,6 +17,7 @@ impl<S: Store> Engine<S> {
             Err(on_error) => without_store(plan, on_error),
         };
         decision.degraded = true;
+        decision.store_full = matches!(error, StoreError::Full) && !decision.allowed;
         decision
     }
 

@@ -94,6 +94,11 @@ fn explain(d: &Decision) -> String {
     // The number shown is the denying limit's own effective value, never the headline's.
     let reduced = d.violated_limit.or(d.limit).unwrap_or(0);
     match (d.reason, denying) {
+        (Some(Reason::StoreUnavailable), _) if d.store_full => {
+            "the embedded store is full (store.max_keys) and none of its keys has expired: a new \
+             subject is denied until some expire"
+                .to_owned()
+        }
         (Some(Reason::StoreUnavailable), _) => {
             "the rate limit store is unavailable and store.on_error denies".to_owned()
         }

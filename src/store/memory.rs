@@ -13,7 +13,7 @@ use hashbrown::HashMap;
 use parking_lot::{Mutex, MutexGuard, RwLock};
 use smallvec::SmallVec;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 
 const SHARDS: usize = 256;
 
@@ -48,7 +48,12 @@ pub struct MemoryStore {
     any_tiers: AtomicBool,
     clock: Arc<dyn Clock>,
     max_keys_per_shard: usize,
+    /// When the store last logged that it is full: it says so once a minute, not per request.
+    full_logged_at: AtomicU64,
 }
+
+/// How often a full store says so in the log.
+const FULL_LOG_EVERY: Micros = 60_000_000;
 
 impl MemoryStore {
     /// A store reading time from `clock` that tracks at most about `max_keys` keys.
@@ -60,6 +65,7 @@ impl MemoryStore {
             any_tiers: AtomicBool::new(false),
             clock,
             max_keys_per_shard: per_shard.max(1),
+            full_logged_at: AtomicU64::new(0),
         }
     }
 
@@ -142,6 +148,25 @@ impl MemoryStore {
     }
 
     /// Ensures every new key of a request fits under the cap, sweeping full shards first.
+    /// Warns that a shard is full, at most once a minute: requests of new subjects are denied
+    /// meanwhile, and a metric alone is easy to miss.
+    fn log_full(&self, now: Micros) {
+        let last = self.full_logged_at.load(Ordering::Relaxed);
+        let due = last == 0 || now.saturating_sub(last) >= FULL_LOG_EVERY;
+        if due
+            && self
+                .full_logged_at
+                .compare_exchange(last, now.max(1), Ordering::Relaxed, Ordering::Relaxed)
+                .is_ok()
+        {
+            tracing::warn!(
+                max_keys_per_shard = self.max_keys_per_shard,
+                "the embedded store is full and none of its keys has expired: requests that need \
+                 a new key are denied until some expire; raise store.max_keys"
+            );
+        }
+    }
+
     fn make_room(
         &self,
         guards: &mut [(usize, MutexGuard<'_, Shard>)],
@@ -156,6 +181,7 @@ impl MemoryStore {
             if shard.slots.len() + new_keys > self.max_keys_per_shard {
                 shard.sweep(now);
                 if shard.slots.len() + new_keys > self.max_keys_per_shard {
+                    self.log_full(now);
                     return Err(StoreError::Full);
                 }
             }
