@@ -5,7 +5,7 @@
 use super::envoy_domain::DescriptorPlan;
 use super::native;
 use super::planner::EndpointChoice;
-use super::{Decision, DescriptorRequest, Engine};
+use super::{CheckRequest, Decision, DescriptorRequest, Engine};
 use crate::envoy_config::Unit;
 use crate::metrics::{Api, Outcome};
 use crate::store::Store;
@@ -121,40 +121,52 @@ impl<S: Store> Engine<S> {
     }
 
     /// Native descriptors as planned check requests (`Unmatched` for one without a subject,
-    /// `Refused` for one the policy cannot decide on).
+    /// `Refused` for one the policy cannot decide on). The stored tiers of all of them are
+    /// looked up at once, as a batch's are: one call may carry 1000 descriptors, each with a
+    /// subject of the client's choosing that no cache holds.
     async fn plan_native(&self, descriptors: &[DescriptorRequest<'_>]) -> Vec<DescriptorPlan> {
+        let read: Vec<Result<Option<native::Native<'_>>, String>> = descriptors
+            .iter()
+            .map(|d| native::request(&d.entries, d.cost))
+            .collect();
+        let checks: Vec<CheckRequest<'_>> = read
+            .iter()
+            .filter_map(|r| r.as_ref().ok().and_then(Option::as_ref))
+            .map(|native| native.request.clone())
+            .collect();
+        let mut stored = self.stored_tiers(&checks).await.into_iter();
         let mut plans = Vec::with_capacity(descriptors.len());
-        for (index, descriptor) in descriptors.iter().enumerate() {
-            let plan = match self.plan_one_native(descriptor).await {
-                Ok(plan) => plan,
-                Err(problem) => {
-                    self.metrics.envoy_refused.inc();
-                    // Debug only: the values are the client's, and a client can send many.
-                    tracing::debug!(%problem, "native descriptors[{index}] refused");
-                    DescriptorPlan::Refused(format!("descriptors[{index}]: {problem}"))
+        for (index, read) in read.into_iter().enumerate() {
+            let plan = match read {
+                Ok(None) => Ok(DescriptorPlan::Unmatched),
+                Ok(Some(native)) => {
+                    let tier = stored.next().flatten();
+                    self.plan_one_native(&native, tier.as_deref())
                 }
+                Err(problem) => Err(problem),
             };
-            plans.push(plan);
+            plans.push(plan.unwrap_or_else(|problem| {
+                self.metrics.envoy_refused.inc();
+                // Debug only: the values are the client's, and a client can send many.
+                tracing::debug!(%problem, "native descriptors[{index}] refused");
+                DescriptorPlan::Refused(format!("descriptors[{index}]: {problem}"))
+            }));
         }
         plans
     }
 
-    async fn plan_one_native(
+    fn plan_one_native(
         &self,
-        descriptor: &DescriptorRequest<'_>,
+        native: &native::Native<'_>,
+        stored: Option<&str>,
     ) -> Result<DescriptorPlan, String> {
-        let Some(native) = native::request(&descriptor.entries, descriptor.cost)? else {
-            return Ok(DescriptorPlan::Unmatched);
-        };
-        let check = &native.request;
-        let stored = self.stored_tier_of(check).await;
         let endpoint = if native.has_endpoint {
             EndpointChoice::Matching
         } else {
             EndpointChoice::Default
         };
         let plan = self
-            .plan(check, stored.as_deref(), endpoint)
+            .plan(&native.request, stored, endpoint)
             .map_err(|e| e.to_string())?;
         Ok(DescriptorPlan::Limited(Box::new(plan)))
     }

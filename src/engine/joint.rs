@@ -8,6 +8,8 @@
 use super::fallback::without_store;
 use super::{Decision, Engine, Plan};
 use crate::store::{Applied, Check, CheckResults, Request, Store};
+use hashbrown::HashMap;
+use smallvec::SmallVec;
 
 /// The decisions of requests decided together.
 #[derive(Debug)]
@@ -101,19 +103,29 @@ impl<S: Store> Engine<S> {
 }
 
 /// One store request with every distinct check once (equal ones carry the sum of costs), and
-/// for each plan the index of each of its checks in it.
+/// for each plan the index of each of its checks in it. Checks are found by their store key,
+/// not by a scan: a call may carry a thousand descriptors of a few checks each.
 fn merge<'a>(requests: &[Request<'a>]) -> (Request<'a>, Vec<Vec<usize>>) {
     let mut combined = Request::default();
     let mut slots = Vec::with_capacity(requests.len());
+    let mut by_key: HashMap<u128, SmallVec<[usize; 1]>> = HashMap::new();
     for request in requests {
         let mut own = Vec::with_capacity(request.checks.len());
         for check in &request.checks {
-            match combined.checks.iter().position(|c| same_counter(c, check)) {
+            let same_key = by_key
+                .entry(check.subject.with_limit(&check.limit))
+                .or_default();
+            let found = same_key
+                .iter()
+                .copied()
+                .find(|&j| same_counter(&combined.checks[j], check));
+            match found {
                 Some(j) => {
                     combined.checks[j].cost = combined.checks[j].cost.saturating_add(check.cost);
                     own.push(j);
                 }
                 None => {
+                    same_key.push(combined.checks.len());
                     own.push(combined.checks.len());
                     combined.checks.push(check.clone());
                 }

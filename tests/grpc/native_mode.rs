@@ -246,3 +246,32 @@ async fn the_reason_a_descriptor_is_refused_is_kept_with_its_index() {
          as sent (Express); send the path without `..`"
     );
 }
+
+/// Every descriptor's subject gets its own stored tier (looked up for all of them at once).
+#[tokio::test]
+async fn each_descriptor_gets_its_subjects_stored_tier() {
+    let policy = "default_tier: free\n\
+                  tiers:\n  \
+                    free:\n    limits: [ { name: hourly, algorithm: fixed_window, requests: 2, window: 1h } ]\n  \
+                    pro:\n    limits: [ { name: hourly, algorithm: fixed_window, requests: 1000, window: 1h } ]\n\
+                  default_endpoint:\n  limits: [ { name: endpoint, algorithm: fixed_window, requests: 5000, window: 1m } ]\n";
+    let s = start(policy_with(policy, None)).await;
+    s.engine.set_stored_tier("bob", Some("pro")).await.unwrap();
+    let r = s
+        .ask(request(
+            "web",
+            vec![
+                descriptor(&[("user", "alice")]),
+                descriptor(&[("user", "bob")]),
+                descriptor(&[("user", "carol"), ("tier", "pro")]),
+                descriptor(&[("user", "dave")]),
+            ],
+        ))
+        .await;
+    let limits: Vec<u32> = r
+        .statuses
+        .iter()
+        .map(|status| current(status).map_or(0, |c| c.0))
+        .collect();
+    assert_eq!(limits, [2, 1000, 1000, 2]);
+}
