@@ -187,7 +187,7 @@ impl FleetControl {
         now: Micros,
         failure: &mut Failure,
     ) {
-        self.generation = (self.generation + 1).max(now);
+        self.generation = self.generation.saturating_add(1).max(now);
         let value = match encode_standings(verdict, judge) {
             Ok(value) => value,
             Err(error) => {
@@ -252,7 +252,9 @@ impl FleetControl {
                     subject,
                     SubjectStanding {
                         abuse_score: score,
-                        held_until: parsed.flagged_since.map_or(0, |since| since + hold),
+                        held_until: parsed
+                            .flagged_since
+                            .map_or(0, |since| since.saturating_add(hold)),
                         novel: parsed.novel,
                     },
                 );
@@ -262,7 +264,7 @@ impl FleetControl {
             }
         }
         judge.adopt(flags);
-        self.generation = self.generation.max(generation + 1);
+        self.generation = self.generation.max(generation.saturating_add(1));
         Some((verdict, generation))
     }
 }

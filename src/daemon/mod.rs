@@ -131,7 +131,7 @@ async fn build_engine(
     let store = store::open(&policy.store, clock.clone()).await?;
     let remote = !matches!(store, store::Backend::Memory(_));
     if remote {
-        reload::warn_inexact_limits(&policy);
+        reload::warn_inexact_limits(&rules);
     }
     let metrics = Arc::new(Metrics::new());
     let mut engine = Engine::new(rules, store, hasher_from(args.hash_key.as_deref()))

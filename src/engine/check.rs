@@ -71,9 +71,14 @@ impl<S: Store> Engine<S> {
         let results = self.store.apply_batch(&requests).await;
         self.observe_store(started);
         drop(requests);
+        // A store that answers fewer results than requests (a pipeline cut short) must not
+        // shorten the batch: each request left without a reply is decided as a failed call.
+        let missing = std::iter::repeat_with(|| {
+            Err(StoreError::Unavailable("no reply for this request".into()))
+        });
         plans
             .into_iter()
-            .zip(results)
+            .zip(results.into_iter().chain(missing))
             .map(|(plan, result)| self.conclude(plan, result))
             .collect()
     }

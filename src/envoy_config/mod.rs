@@ -34,6 +34,15 @@ impl EnvoyConfig {
         self.domains.get(name)
     }
 
+    /// Every limit all domains define, in no particular order.
+    pub fn limits(&self) -> Vec<&Limit> {
+        let mut out = Vec::new();
+        for domain in self.domains.values() {
+            domain.root.push_limits(&mut out);
+        }
+        out
+    }
+
     /// How many rate limits (unlimited ones included) all domains define.
     pub fn rule_count(&self) -> usize {
         self.domains.values().map(|d| d.root.rule_count()).sum()
@@ -56,6 +65,24 @@ pub(crate) struct Level {
 }
 
 impl Level {
+    fn nodes(&self) -> impl Iterator<Item = &Node> {
+        self.by_key.values().flat_map(|k| {
+            k.exact
+                .values()
+                .chain(k.prefixes.iter().map(|(_, n)| n))
+                .chain(k.any.as_deref())
+        })
+    }
+
+    fn push_limits<'a>(&'a self, out: &mut Vec<&'a Limit>) {
+        for node in self.nodes() {
+            if let Some(Rule::Limited(rule)) = &node.rule {
+                out.push(&rule.limit);
+            }
+            node.children.push_limits(out);
+        }
+    }
+
     fn rule_count(&self) -> usize {
         self.by_key
             .values()

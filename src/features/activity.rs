@@ -97,18 +97,20 @@ impl Counters {
         self.not_found += u64::from(status == 404);
     }
 
+    /// Saturating: in fleet mode `other` was decoded from another daemon's upload in the store,
+    /// and no value found there may panic the control loop.
     pub fn add(&mut self, other: &Counters) {
-        self.requests += other.requests;
-        self.denied += other.denied;
-        self.reports += other.reports;
-        self.client_errors += other.client_errors;
-        self.auth_failures += other.auth_failures;
-        self.not_found += other.not_found;
+        self.requests = self.requests.saturating_add(other.requests);
+        self.denied = self.denied.saturating_add(other.denied);
+        self.reports = self.reports.saturating_add(other.reports);
+        self.client_errors = self.client_errors.saturating_add(other.client_errors);
+        self.auth_failures = self.auth_failures.saturating_add(other.auth_failures);
+        self.not_found = self.not_found.saturating_add(other.not_found);
         self.usage_sum += other.usage_sum;
         self.overflow_sum += other.overflow_sum;
         self.first = self.first.min(other.first);
         self.last = self.last.max(other.last);
-        self.gaps += other.gaps;
+        self.gaps = self.gaps.saturating_add(other.gaps);
         self.gap_sum += other.gap_sum;
         self.gap_sum_sq += other.gap_sum_sq;
     }
@@ -185,7 +187,7 @@ pub fn features_of(c: &Counters, distinct_endpoints: u64, distinct_ips: u64) -> 
     };
     let other_errors = c
         .client_errors
-        .saturating_sub(c.auth_failures + c.not_found);
+        .saturating_sub(c.auth_failures.saturating_add(c.not_found));
     let limit_usage = (f64::from(c.usage_sum) / requests).clamp(0.0, 1.0);
     let denied_ratio = c.denied.min(c.requests) as f64 / requests;
     Features {
@@ -223,6 +225,23 @@ mod tests {
             usage_sum,
             ..Counters::default()
         }
+    }
+
+    #[test]
+    fn counters_read_from_the_store_saturate_instead_of_overflowing() {
+        let mut c = counters(10, 1, 0.5);
+        let huge = Counters {
+            requests: u64::MAX,
+            client_errors: u64::MAX,
+            auth_failures: u64::MAX,
+            not_found: u64::MAX,
+            gaps: u64::MAX,
+            ..Counters::default()
+        };
+        c.add(&huge);
+        assert_eq!(c.requests, u64::MAX);
+        let features = features_of(&c, 1, 1);
+        assert_eq!(features.other_client_error_ratio, 0.0);
     }
 
     #[test]

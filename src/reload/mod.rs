@@ -15,10 +15,11 @@ mod watch;
 
 use crate::control::ModelSlot;
 use crate::engine::{Engine, Thresholds};
+use crate::envoy_config::EnvoyConfig;
 use crate::limit::Limit;
 use crate::model::ModelError;
-use crate::policy::{Policy, PolicyErrors};
-use crate::rules;
+use crate::policy::PolicyErrors;
+use crate::rules::{self, Rules};
 use crate::store::Backend;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -38,26 +39,32 @@ pub enum ReloadError {
     },
 }
 
-/// The policy's limits for which requests × window (µs) reaches 2^53: Redis's Lua computes in
-/// doubles, exact only below that.
-pub fn inexact_limits(policy: &Policy) -> impl Iterator<Item = &Limit> {
+/// The limits of the policy and of its envoyproxy/ratelimit folder for which requests × window
+/// (µs) reaches 2^53, once lifted by the policy's `low_factor` (above 1, limits grow while the
+/// host is idle): Redis's Lua computes in doubles, exact only below that. A gRPC call's own
+/// `limit` override is not known here.
+pub fn inexact_limits(rules: &Rules) -> impl Iterator<Item = &Limit> {
     const EXACT: f64 = 9_007_199_254_740_992.0;
+    let policy = &rules.policy;
+    let lift = policy.adaptive.load.low_factor.max(1.0);
+    let envoy = rules.envoy.as_deref().map(EnvoyConfig::limits);
     policy
         .tiers
         .iter()
         .flat_map(|t| &t.limits)
         .chain(policy.endpoints.iter().flat_map(|r| &r.limits))
         .chain(&policy.default_endpoint.limits)
-        .filter(|limit| {
+        .chain(envoy.into_iter().flatten())
+        .filter(move |limit| {
             let largest = limit.requests.get().max(limit.burst.get()) as f64;
-            largest * limit.window_micros() as f64 >= EXACT
+            largest * lift * limit.window_micros() as f64 >= EXACT
         })
 }
 
 /// Warns about every limit of [`inexact_limits`]; for a Redis store, at start-up and after each
 /// reload.
-pub fn warn_inexact_limits(policy: &Policy) {
-    for limit in inexact_limits(policy) {
+pub fn warn_inexact_limits(rules: &Rules) {
+    for limit in inexact_limits(rules) {
         tracing::warn!(
             limit = %limit.label,
             "requests x window is beyond what Redis's Lua computes exactly; decisions may be off by one request"
@@ -142,7 +149,7 @@ impl Reloader {
                 let old = self.engine.policy();
                 changes::log_store_changes(&old.store, &rules.policy.store);
                 if !matches!(self.engine.store(), Backend::Memory(_)) {
-                    warn_inexact_limits(&rules.policy);
+                    warn_inexact_limits(&rules);
                 }
                 let live = self.engine.scale_factors().thresholds();
                 changes::log_discarded_admin_changes(

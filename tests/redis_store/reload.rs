@@ -6,6 +6,7 @@ use ratewarden::control::ModelSlot;
 use ratewarden::engine::{Engine, SubjectHasher};
 use ratewarden::policy::Policy;
 use ratewarden::reload::{Reloader, inexact_limits};
+use ratewarden::rules::{self, Rules};
 use ratewarden::store::{Backend, RedisStore};
 use std::io::Write;
 use std::path::Path;
@@ -42,7 +43,10 @@ async fn a_reloaded_policy_beyond_luas_precision_is_warned_about() {
     let path = dir.path().join("policy.yaml");
     std::fs::write(&path, EXACT).unwrap();
     let policy = Policy::from_yaml(EXACT, dir.path()).unwrap();
-    assert_eq!(inexact_limits(&policy).count(), 0);
+    assert_eq!(
+        inexact_limits(&Rules::policy_only(policy.clone())).count(),
+        0
+    );
     let store = RedisStore::connect(&server.url(), "rw", Duration::from_secs(2)).unwrap();
     let engine = Arc::new(Engine::new(
         policy,
@@ -61,9 +65,11 @@ async fn a_reloaded_policy_beyond_luas_precision_is_warned_about() {
         "requests: 1000000000, window: 1d",
     );
     assert_eq!(
-        inexact_limits(&Policy::from_yaml(&huge, Path::new(".")).unwrap())
-            .map(|l| l.name.as_str())
-            .collect::<Vec<_>>(),
+        inexact_limits(&Rules::policy_only(
+            Policy::from_yaml(&huge, Path::new(".")).unwrap()
+        ))
+        .map(|l| l.name.as_str())
+        .collect::<Vec<_>>(),
         ["endpoint"]
     );
     std::fs::write(&path, &huge).unwrap();
@@ -86,4 +92,33 @@ async fn a_reloaded_policy_beyond_luas_precision_is_warned_about() {
         engine.policy().default_endpoint.limits[0].requests.get(),
         1_000_000_000
     );
+}
+
+/// The warning covers an envoyproxy/ratelimit folder's limits too, and a policy's limits as an
+/// idle host lifts them by `low_factor`.
+#[test]
+fn envoy_limits_and_lifted_limits_are_checked_for_luas_precision() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::create_dir(dir.path().join("envoy")).unwrap();
+    // 300 a year: 300 × 3.15 × 10^13 µs is past 2^53.
+    std::fs::write(
+        dir.path().join("envoy/edge.yaml"),
+        "domain: edge\ndescriptors:\n  - key: remote_address\n    rate_limit: { unit: year, requests_per_unit: 300 }\n",
+    )
+    .unwrap();
+    // A million an hour is 3.6 × 10^15, under 2^53, and past it when lifted threefold.
+    let policy = EXACT.replace("requests: 100, window: 1h", "requests: 1000000, window: 1h");
+    let path = dir.path().join("policy.yaml");
+    std::fs::write(&path, format!("{policy}envoy_config: envoy\n")).unwrap();
+    let names = |rules: &Rules| -> Vec<String> {
+        let mut names: Vec<String> = inexact_limits(rules).map(|l| l.label.to_string()).collect();
+        names.sort();
+        names
+    };
+    let loaded = rules::load(&path, None).unwrap();
+    assert_eq!(names(&loaded).len(), 1, "{:?}", names(&loaded));
+    let lifted =
+        format!("{policy}envoy_config: envoy\nadaptive: {{ load: {{ low_factor: 3 }} }}\n");
+    std::fs::write(&path, lifted).unwrap();
+    assert_eq!(names(&rules::load(&path, None).unwrap()).len(), 2);
 }

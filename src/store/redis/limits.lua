@@ -3,7 +3,8 @@
 -- The same algorithms as src/algorithm/*.rs, step for step, on whole microseconds. Lua numbers
 -- are doubles, exact for integers below 2^53; divisions go through idiv/cdiv so they are exact.
 -- Timestamps and counts are far below that; the products requests x window (in us) stay below
--- it for up to ~2.5 million requests an hour (the daemon warns about larger limits).
+-- it for up to ~2.5 million requests an hour (the daemon warns about larger limits of the policy
+-- and its envoy folder, lifted by low_factor; a gRPC call's own override is not checked).
 --
 -- ARGV[1]  mode: "apply" (consume if every enforced limit passes), "dry" (evaluate only),
 --          "refund" (undo a consumption made at ARGV[2])
