@@ -49,7 +49,9 @@ pub use hasher::SubjectHasher;
 pub use inspect::{InspectError, LimitUsage, SubjectInspection, SubjectQuery, TierSource};
 pub use outage::{Answered, StoreOutage};
 pub use plan::{FeatureTrace, Plan};
-pub use request::{CheckError, CheckRequest, Cost, MAX_COST, path_of};
+pub use request::{
+    CheckError, CheckRequest, Cost, MAX_COST, MAX_ENDPOINT_BYTES, MAX_USER_BYTES, path_of,
+};
 pub use resolve::{DescriptorLimit, Resolved};
 pub use scale::{RuleLoadFactor, ScaleFactors, SubjectStanding, Thresholds};
 pub use tiers::{SetTierError, TierCache};

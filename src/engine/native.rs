@@ -5,12 +5,8 @@
 //! endpoint is `endpoint` or `path` (its path part), else the `default_endpoint` limits; `tier`
 //! names the tier; `ip` or `remote_address` is the client address.
 
-use super::{CheckRequest, Cost, EndpointPath, path_of};
+use super::{CheckRequest, Cost, EndpointPath, MAX_ENDPOINT_BYTES, MAX_USER_BYTES, path_of};
 use std::net::IpAddr;
-
-/// As on HTTP: the longest subject and endpoint accepted.
-const MAX_USER_BYTES: usize = 512;
-const MAX_ENDPOINT_BYTES: usize = 2048;
 
 const SUBJECT_KEYS: [&str; 4] = ["user", "api_key", "remote_address", "ip"];
 

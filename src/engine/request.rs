@@ -4,6 +4,11 @@ use crate::policy::EndpointPath;
 use std::net::IpAddr;
 use std::num::NonZeroU32;
 
+/// The longest subject accepted, on every API.
+pub const MAX_USER_BYTES: usize = 512;
+/// The longest endpoint accepted, as sent (query included), on every API.
+pub const MAX_ENDPOINT_BYTES: usize = 2048;
+
 /// The largest cost one request may carry (Envoy's `hits_addend` goes this far in practice).
 pub const MAX_COST: u32 = 1_000_000;
 

@@ -12,8 +12,7 @@ use serde::{Deserialize, Serialize};
 use std::net::IpAddr;
 use utoipa::ToSchema;
 
-pub const MAX_USER_BYTES: usize = 512;
-pub const MAX_ENDPOINT_BYTES: usize = 2048;
+pub use crate::engine::{MAX_ENDPOINT_BYTES, MAX_USER_BYTES};
 pub const MAX_BATCH: usize = 1000;
 
 /// A check request as sent: every field optional here, so a missing one gets a clear message.

@@ -107,6 +107,11 @@ impl Mixture {
         if quantiles.len() < 2 {
             return Err("log_likelihood_quantiles needs at least 2 values".into());
         }
+        if quantiles.iter().any(|q| !q.is_finite()) {
+            return Err(
+                "log_likelihood_quantiles holds a value that is not a finite number".into(),
+            );
+        }
         if quantiles.windows(2).any(|w| w[0] > w[1]) {
             return Err("log_likelihood_quantiles is not ascending".into());
         }
