@@ -53,17 +53,23 @@ fn log_filter(default_level: &str) -> (tracing_subscriber::EnvFilter, Option<Str
 }
 
 /// `filter` with the Redis client's own lines kept to errors, unless it names the `redis` target
-/// itself: while a cluster node is down the client warns several times per call (thousands of
-/// lines a second), and ratewarden logs the outage itself, once when it begins and once when
-/// it ends.
+/// itself or is `off`: while a cluster node is down the client warns several times per call
+/// (thousands of lines a second), and ratewarden logs the outage itself, once when it begins
+/// and once when it ends.
 fn quiet_redis(filter: &str) -> String {
+    let target = |directive: &str| {
+        let directive = directive.trim();
+        let end = directive.find(['=', '[']).unwrap_or(directive.len());
+        directive[..end].to_owned()
+    };
     let names_redis = filter
         .split(',')
-        .any(|directive| directive.trim_start().starts_with("redis"));
-    match names_redis {
-        true => filter.to_owned(),
-        false => format!("{filter},redis=error"),
+        .map(target)
+        .any(|t| t == "redis" || t.starts_with("redis::"));
+    if names_redis || filter.trim().eq_ignore_ascii_case("off") {
+        return filter.to_owned();
     }
+    format!("{filter},redis=error")
 }
 
 /// A directive with a space (the filter does not trim it), or without `=` and neither a level
@@ -149,5 +155,11 @@ mod tests {
             "ratewarden=debug,audit=info,redis=error"
         );
         assert_eq!(quiet_redis("warn,redis=debug"), "warn,redis=debug");
+        assert_eq!(
+            quiet_redis("redis::cluster_handling=info"),
+            "redis::cluster_handling=info"
+        );
+        assert_eq!(quiet_redis("redisx=debug"), "redisx=debug,redis=error");
+        assert_eq!(quiet_redis("off"), "off");
     }
 }

@@ -72,3 +72,43 @@ fn max_keys_refuses_new_subjects_and_keeps_serving_known_ones() {
         assert!(!d.degraded);
     });
 }
+
+/// Under `on_error: local`, while Redis does not answer, the per-instance limiter can fill up
+/// too: the denial says the store is full, not that `on_error` denies (it says `local`).
+#[tokio::test]
+async fn a_full_per_instance_limiter_says_it_is_full() {
+    use ratewarden::clock::{Clock, ManualClock};
+    use ratewarden::engine::{Engine, SubjectHasher};
+    use ratewarden::policy::Policy;
+    use ratewarden::store::{Backend, MemoryStore, RedisStore};
+    use std::sync::Arc;
+
+    // Nothing listens on port 1: every call fails at once.
+    let yaml = format!(
+        "store: {{ url: \"redis://127.0.0.1:1\", on_error: local, timeout: 200ms }}\n{}",
+        one_limit("fixed_window", "1h")
+    );
+    let policy = Policy::from_yaml(&yaml, std::path::Path::new(".")).unwrap();
+    let redis = RedisStore::connect("redis://127.0.0.1:1", "rw", Duration::from_millis(200))
+        .expect("a valid URL");
+    let clock: Arc<dyn Clock> = Arc::new(ManualClock::starting_at(START));
+    let engine = Engine::new(
+        policy,
+        Backend::Redis(redis),
+        SubjectHasher::from_secret("full fallback"),
+    )
+    .with_fallback(MemoryStore::new(clock, 256));
+    let mut denied = None;
+    for i in 0..10_000 {
+        let user = format!("user-{i}");
+        let d = engine.check(&CheckRequest::new(&user, "/x")).await.unwrap();
+        assert!(d.degraded);
+        if !d.allowed {
+            denied = Some(d);
+            break;
+        }
+    }
+    let d = denied.expect("the per-instance limiter fills up");
+    assert_eq!(d.reason, Some(Reason::StoreUnavailable));
+    assert!(d.store_full, "said to be full, not failed");
+}

@@ -16,6 +16,8 @@ mod common;
 mod differential;
 #[path = "redis_store/engine_level.rs"]
 mod engine_level;
+#[path = "redis_store/log_refund.rs"]
+mod log_refund;
 #[path = "redis_store/reference.rs"]
 mod reference;
 #[path = "redis_store/reload.rs"]

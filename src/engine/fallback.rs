@@ -14,30 +14,36 @@ impl<S: Store> Engine<S> {
         };
         let mut decision = match outcome {
             Ok(applied) => Decision::from_applied(plan, &applied),
-            Err(on_error) => without_store(plan, on_error),
+            Err(unanswered) => {
+                let mut d = without_store(plan, unanswered.on_error);
+                d.store_full = unanswered.full;
+                d
+            }
         };
         decision.degraded = true;
-        decision.store_full = matches!(error, StoreError::Full) && !decision.allowed;
         decision
     }
 
     /// While the store fails: the per-instance limiter's answer to `request` under
-    /// `on_error: local`, else the `on_error` to apply without one (a full embedded store
-    /// denies).
+    /// `on_error: local`, else the `on_error` to apply without one (a full embedded store,
+    /// the store itself or the per-instance limiter, denies).
     pub(super) fn fall_back(
         &self,
         request: &Request<'_>,
         error: &StoreError,
         configured: OnError,
-    ) -> Result<Applied, OnError> {
+    ) -> Result<Applied, Unanswered> {
         tracing::debug!(%error, "store failed; deciding per store.on_error");
         let on_error = match error {
             StoreError::Full => OnError::Deny,
             _ => configured,
         };
-        let local = match (&self.fallback, on_error) {
-            (Some(fallback), OnError::Local) => fallback.apply_now(request).ok(),
-            _ => None,
+        let (local, local_full) = match (&self.fallback, on_error) {
+            (Some(fallback), OnError::Local) => match fallback.apply_now(request) {
+                Ok(applied) => (Some(applied), false),
+                Err(local_error) => (None, matches!(local_error, StoreError::Full)),
+            },
+            _ => (None, false),
         };
         let answered = match (&local, on_error) {
             (Some(_), _) => Answered::Local,
@@ -59,8 +65,18 @@ impl<S: Store> Engine<S> {
             self.outage
                 .failed(now, "a decision", error, configured, Some(answered));
         }
-        local.ok_or(on_error)
+        local.ok_or(Unanswered {
+            on_error,
+            full: local_full || matches!(error, StoreError::Full),
+        })
     }
+}
+
+/// Why no store answered: the `on_error` to apply, and whether an embedded store (the store
+/// or the per-instance limiter) was full rather than failing.
+pub(super) struct Unanswered {
+    pub on_error: OnError,
+    pub full: bool,
 }
 
 /// `on_error` when no per-instance limiter answers: allowed with no limit, or denied.

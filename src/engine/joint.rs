@@ -46,7 +46,8 @@ impl<S: Store> Engine<S> {
                 (Ok(applied), false)
             }
             Err(error) => (
-                self.fall_back(&combined, &error, self.policy().store.on_error),
+                self.fall_back(&combined, &error, self.policy().store.on_error)
+                    .map_err(|unanswered| unanswered.on_error),
                 true,
             ),
         };

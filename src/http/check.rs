@@ -106,7 +106,7 @@ impl CheckBody {
         let field = format!("{at}endpoint");
         let mut endpoint = required_text(self.endpoint, &field, MAX_ENDPOINT_BYTES)?;
         endpoint_path(&endpoint, &format!("field `{field}`: "))?;
-        if path_of(&endpoint).len() != endpoint.len() {
+        if path_of(&endpoint) != endpoint {
             endpoint = path_of(&endpoint).to_owned();
         }
         Ok(ValidCheck {

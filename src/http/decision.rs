@@ -95,8 +95,9 @@ fn explain(d: &Decision) -> String {
     let reduced = d.violated_limit.or(d.limit).unwrap_or(0);
     match (d.reason, denying) {
         (Some(Reason::StoreUnavailable), _) if d.store_full => {
-            "the embedded store is full (store.max_keys) and none of its keys has expired: a new \
-             subject is denied until some expire"
+            "the embedded store (under on_error: local, while Redis fails, the per-instance one) \
+             is full (store.max_keys) and none of its keys has expired: a new subject is denied \
+             until some expire"
                 .to_owned()
         }
         (Some(Reason::StoreUnavailable), _) => {

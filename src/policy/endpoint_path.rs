@@ -120,8 +120,8 @@ pub enum AmbiguousPath {
     DotDotSegment {
         /// The path's normal form here: dot-segments removed.
         resolved: String,
-        /// The servers that read this spelling of `..` as a dot-segment.
-        readers: &'static str,
+        /// The servers that read the spellings of `..` the path uses as dot-segments.
+        readers: String,
     },
     #[error(
         "the path is ambiguous: with `%2F` read as `/` it is {decoded:?} (nginx, werkzeug, Go) \
@@ -166,16 +166,28 @@ fn unambiguous(raw: &str) -> Result<(), AmbiguousPath> {
     Ok(())
 }
 
-/// Who reads the first spelling of `..` in `path` (which holds one) as a dot-segment: a plain
-/// or percent-encoded `..` is read so nearly everywhere; `..;x` and `..` set off by `\` only
-/// by some servers, which the message names so the client sees why its path counts.
-fn dot_dot_readers(path: &str) -> &'static str {
-    let mut slash_segments = path.split('/').filter(|segment| is_dot_dot(segment));
-    match slash_segments.next() {
-        Some(segment) if !segment.contains(';') => "nginx, Go",
-        Some(_) => "Tomcat and Spring, which read `..;x` as `..`",
-        None => "WHATWG URL parsers and IIS, which read `\\` as `/`",
-    }
+/// Who reads the spellings of `..` in `path` (which holds one) as dot-segments: a plain or
+/// percent-encoded `..` is read so nearly everywhere; `..;x` and `..` set off by `\` only by
+/// some servers, which the message names so the client sees why its path counts. `resolved`
+/// reads every spelling the path uses, so each reader of one is named.
+fn dot_dot_readers(path: &str) -> String {
+    let slash_split = || path.split('/').filter(|segment| is_dot_dot(segment));
+    let plain = slash_split().any(|segment| !segment.contains(';'));
+    let parameter = slash_split().any(|segment| segment.contains(';'));
+    let backslash =
+        path.split(['/', '\\']).filter(|s| is_dot_dot(s)).count() > slash_split().count();
+    let readers: Vec<&str> = [
+        (plain, "nginx, Go"),
+        (parameter, "Tomcat and Spring, which read `..;x` as `..`"),
+        (
+            backslash,
+            "WHATWG URL parsers and IIS, which read `\\` as `/`",
+        ),
+    ]
+    .into_iter()
+    .filter_map(|(used, readers)| used.then_some(readers))
+    .collect();
+    readers.join("; ")
 }
 
 /// Whether a rule's `body` (a prefix rule's without its `*`) holds a complete segment that is

@@ -40,13 +40,18 @@ pub enum ReloadError {
 }
 
 /// The limits of the policy and of its envoyproxy/ratelimit folder for which requests × window
-/// (µs) reaches 2^53, once lifted by the policy's `low_factor` (above 1, limits grow while the
-/// host is idle): Redis's Lua computes in doubles, exact only below that. A gRPC call's own
-/// `limit` override is not known here.
+/// (µs) reaches 2^53, once lifted by the largest load factor the policy can apply (`low_factor`,
+/// by which an idle host grows limits, or `factor_override`) unless the limit is exempt from
+/// load scaling: Redis's Lua computes in doubles, exact only below that. A gRPC call's own
+/// `limit` override, `--pin-load-factor` and an admin override are not known here.
 pub fn inexact_limits(rules: &Rules) -> impl Iterator<Item = &Limit> {
     const EXACT: f64 = 9_007_199_254_740_992.0;
     let policy = &rules.policy;
-    let lift = policy.adaptive.load.low_factor.max(1.0);
+    let load = &policy.adaptive.load;
+    let lift = load
+        .low_factor
+        .max(load.factor_override.unwrap_or(1.0))
+        .max(1.0);
     let envoy = rules.envoy.as_deref().map(EnvoyConfig::limits);
     policy
         .tiers
@@ -57,6 +62,7 @@ pub fn inexact_limits(rules: &Rules) -> impl Iterator<Item = &Limit> {
         .chain(envoy.into_iter().flatten())
         .filter(move |limit| {
             let largest = limit.requests.get().max(limit.burst.get()) as f64;
+            let lift = if limit.adaptive { lift } else { 1.0 };
             largest * lift * limit.window_micros() as f64 >= EXACT
         })
 }

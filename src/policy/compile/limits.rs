@@ -154,20 +154,20 @@ fn path_pattern(e: &mut Errors, path: &str, raw: &RawEndpoint) -> Option<PathPat
                     ),
                 );
                 None
-            } else if let Some(normal) = unmatchable(body, prefix) {
-                e.push(
-                    &pattern_path,
-                    format!(
-                        "\"{p}\" can never match: request paths are normalised first (write \"{normal}\")"
-                    ),
-                );
-                None
             } else if endpoint_path::has_dot_dot_segment(body, prefix) {
                 e.push(
                     &pattern_path,
                     format!(
                         "\"{p}\" can never match: a request path with a `..` segment (`..;x` and `..` \
                          set off by `\\` too) is refused"
+                    ),
+                );
+                None
+            } else if let Some(normal) = unmatchable(body, prefix) {
+                e.push(
+                    &pattern_path,
+                    format!(
+                        "\"{p}\" can never match: request paths are normalised first (write \"{normal}\")"
                     ),
                 );
                 None

@@ -138,7 +138,7 @@ fn a_dot_dot_segment_is_refused_by_name() {
         err,
         AmbiguousPath::DotDotSegment {
             resolved: "/api/x".to_owned(),
-            readers: "nginx, Go",
+            readers: "nginx, Go".to_owned(),
         }
     );
     assert_eq!(
@@ -160,12 +160,18 @@ fn a_dot_dot_segment_is_refused_by_name() {
             "WHATWG URL parsers and IIS, which read `\\` as `/`",
         ),
         ("/api/export/%2e%2E/search", "/api/search", "nginx, Go"),
+        // Each spelling's readers, when the path mixes them.
+        (
+            "/api/x/..\\y/../z",
+            "/api/z",
+            "nginx, Go; WHATWG URL parsers and IIS, which read `\\` as `/`",
+        ),
     ] {
         assert_eq!(
             unambiguous(spelling),
             Err(AmbiguousPath::DotDotSegment {
                 resolved: resolved.to_owned(),
-                readers,
+                readers: readers.to_owned(),
             })
         );
     }

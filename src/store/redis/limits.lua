@@ -237,6 +237,9 @@ local function log_refund(c, st, since, now, cost)
   -- charged. What is not found there (another refund took it) comes from the newest live
   -- entries before it, so the total always goes down by `cost` while the log holds that much.
   local left, removed = cost, 0
+  -- A partial take rewrites an entry (ZREM, then ZADD): of a one-entry log, that deletes the
+  -- key and makes a new one without a TTL. The log keeps the TTL it had.
+  local ttl = redis.call('PTTL', c.key)
   local function take(entries)
     for i = 1, #entries - 1, 2 do
       if left <= 0 then return end
@@ -253,7 +256,10 @@ local function log_refund(c, st, since, now, cost)
     local before = redis.pcall('ZREVRANGEBYSCORE', c.key, '(' .. num(since), '(' .. num(now - c.w), 'WITHSCORES')
     if type(before) == 'table' and not before.err then take(before) end
   end
-  if removed > 0 then redis.call('SET', c.tkey, num(math.max(st.total - removed, 0)), 'KEEPTTL') end
+  if removed > 0 then
+    redis.call('SET', c.tkey, num(math.max(st.total - removed, 0)), 'KEEPTTL')
+    if ttl > 0 and redis.call('EXISTS', c.key) == 1 then redis.call('PEXPIRE', c.key, ttl) end
+  end
 end
 
 -- dispatch -------------------------------------------------------------------------------
