@@ -52,24 +52,22 @@ fn log_filter(default_level: &str) -> (tracing_subscriber::EnvFilter, Option<Str
     }
 }
 
-/// `filter` with the Redis client's own lines kept to errors, unless it names the `redis` target
-/// itself or is `off`: while a cluster node is down the client warns several times per call
-/// (thousands of lines a second), and ratewarden logs the outage itself, once when it begins
-/// and once when it ends.
+/// `filter` with the Redis client's own lines kept to errors when its bare level would let
+/// their warnings through and it gives no level of its own to the `redis` target: while a
+/// cluster node is down the client warns several times per call (thousands of lines a second),
+/// and ratewarden logs the outage itself, once when it begins and once when it ends. A more
+/// specific target (`redis::aio=debug`) still wins over the added `redis=error`.
 fn quiet_redis(filter: &str) -> String {
-    let target = |directive: &str| {
-        let directive = directive.trim();
-        let end = directive.find(['=', '[']).unwrap_or(directive.len());
-        directive[..end].to_owned()
-    };
-    let names_redis = filter
-        .split(',')
-        .map(target)
-        .any(|t| t == "redis" || t.starts_with("redis::"));
-    if names_redis || filter.trim().eq_ignore_ascii_case("off") {
-        return filter.to_owned();
+    let directives = || filter.split(',').map(str::trim);
+    let names_redis = directives().any(|d| d.starts_with("redis="));
+    let loud = directives().any(|d| {
+        d.parse::<tracing::level_filters::LevelFilter>()
+            .is_ok_and(|level| level >= tracing::level_filters::LevelFilter::WARN)
+    });
+    match loud && !names_redis {
+        true => format!("{filter},redis=error"),
+        false => filter.to_owned(),
     }
-    format!("{filter},redis=error")
 }
 
 /// A directive with a space (the filter does not trim it), or without `=` and neither a level
@@ -151,15 +149,18 @@ mod tests {
     fn the_redis_client_is_kept_to_errors_unless_named() {
         assert_eq!(quiet_redis("info"), "info,redis=error");
         assert_eq!(
-            quiet_redis("ratewarden=debug,audit=info"),
-            "ratewarden=debug,audit=info,redis=error"
+            quiet_redis("debug,ratewarden=trace"),
+            "debug,ratewarden=trace,redis=error"
         );
         assert_eq!(quiet_redis("warn,redis=debug"), "warn,redis=debug");
         assert_eq!(
-            quiet_redis("redis::cluster_handling=info"),
-            "redis::cluster_handling=info"
+            quiet_redis("info,redis::aio=debug"),
+            "info,redis::aio=debug,redis=error"
         );
-        assert_eq!(quiet_redis("redisx=debug"), "redisx=debug,redis=error");
+        // Nothing of the client's would show: nothing to quiet.
         assert_eq!(quiet_redis("off"), "off");
+        assert_eq!(quiet_redis("off,audit=info"), "off,audit=info");
+        assert_eq!(quiet_redis("audit=info"), "audit=info");
+        assert_eq!(quiet_redis("error"), "error");
     }
 }

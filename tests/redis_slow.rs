@@ -136,3 +136,33 @@ fn a_stalled_redis_trips_store_timeout_and_decisions_recover_when_it_answers() {
         assert!(daemon.stop(Duration::from_secs(10)).success());
     }
 }
+
+/// A call slower than the Redis client's own default response timeout (500 ms) but within
+/// `store.timeout` is waited for: the store's deadline is `store.timeout` alone. (The client's
+/// default cut such calls, and every batch, at 500 ms whatever `store.timeout` said.)
+#[test]
+fn a_call_within_store_timeout_is_waited_for_past_half_a_second() {
+    let redis = RedisServer::start_with(&["--enable-debug-command", "local"]);
+    let dir = tempfile::tempdir().unwrap();
+    let daemon = Daemon::start(&write_policy(dir.path(), &redis.url(), MODES[1], "5s"), &[]);
+    wait_ready(daemon.addr);
+    assert_normal(&check(daemon.addr, "patient"));
+    let port = redis.port.to_string();
+    let stall = std::thread::spawn(move || {
+        Command::new("redis-cli")
+            .args(["-p", &port, "DEBUG", "SLEEP", "1.5"])
+            .output()
+            .expect("redis-cli runs")
+    });
+    sleep(Duration::from_millis(200));
+    let started = Instant::now();
+    let answer = check(daemon.addr, "patient");
+    let waited = started.elapsed();
+    assert_normal(&answer);
+    assert!(
+        waited >= Duration::from_millis(600),
+        "the check waited for Redis ({} ms)",
+        waited.as_millis()
+    );
+    stall.join().expect("DEBUG SLEEP answered");
+}

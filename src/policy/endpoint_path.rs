@@ -173,7 +173,10 @@ fn unambiguous(raw: &str) -> Result<(), AmbiguousPath> {
 fn dot_dot_readers(path: &str) -> String {
     let slash_split = || path.split('/').filter(|segment| is_dot_dot(segment));
     let plain = slash_split().any(|segment| !segment.contains(';'));
-    let parameter = slash_split().any(|segment| segment.contains(';'));
+    // `a\..;x` too: a server that reads both `\` and `;x` so takes it as `..`.
+    let parameter = path
+        .split(['/', '\\'])
+        .any(|segment| segment.contains(';') && is_dot_dot(segment));
     let backslash =
         path.split(['/', '\\']).filter(|s| is_dot_dot(s)).count() > slash_split().count();
     let readers: Vec<&str> = [

@@ -40,31 +40,54 @@ pub enum ReloadError {
 }
 
 /// The limits of the policy and of its envoyproxy/ratelimit folder for which requests × window
-/// (µs) reaches 2^53, once lifted by the largest load factor the policy can apply (`low_factor`,
-/// by which an idle host grows limits, or `factor_override`) unless the limit is exempt from
-/// load scaling: Redis's Lua computes in doubles, exact only below that. A gRPC call's own
-/// `limit` override, `--pin-load-factor` and an admin override are not known here.
+/// (µs) reaches 2^53, once lifted by the largest load factor the policy can apply
+/// (`low_factor`, by which an idle host grows limits, `high_factor` if above 1, or
+/// `factor_override`) unless load scaling never applies to the limit (`adaptive: false` on it,
+/// its endpoint rule or every tier): Redis's Lua computes in doubles, exact only below that. A
+/// gRPC call's own `limit` override, `--pin-load-factor` and an admin override are not known
+/// here.
 pub fn inexact_limits(rules: &Rules) -> impl Iterator<Item = &Limit> {
     const EXACT: f64 = 9_007_199_254_740_992.0;
     let policy = &rules.policy;
     let load = &policy.adaptive.load;
-    let lift = load
-        .low_factor
-        .max(load.factor_override.unwrap_or(1.0))
-        .max(1.0);
+    let lift = [
+        load.low_factor,
+        load.high_factor,
+        load.factor_override.unwrap_or(1.0),
+        1.0,
+    ]
+    .into_iter()
+    .fold(1.0, f64::max);
+    let some_tier_scales = policy.tiers.iter().any(|t| t.adaptive);
+    fn scaled(limits: &[Limit], scales: bool) -> impl Iterator<Item = (&Limit, bool)> {
+        limits
+            .iter()
+            .map(move |limit| (limit, scales && limit.adaptive))
+    }
     let envoy = rules.envoy.as_deref().map(EnvoyConfig::limits);
     policy
         .tiers
         .iter()
-        .flat_map(|t| &t.limits)
-        .chain(policy.endpoints.iter().flat_map(|r| &r.limits))
-        .chain(&policy.default_endpoint.limits)
-        .chain(envoy.into_iter().flatten())
-        .filter(move |limit| {
+        .flat_map(move |t| scaled(&t.limits, t.adaptive))
+        .chain(
+            policy
+                .endpoints
+                .iter()
+                .chain([&policy.default_endpoint])
+                .flat_map(move |r| scaled(&r.limits, some_tier_scales && r.adaptive)),
+        )
+        .chain(
+            envoy
+                .into_iter()
+                .flatten()
+                .map(|limit| (limit, limit.adaptive)),
+        )
+        .filter(move |(limit, scales)| {
             let largest = limit.requests.get().max(limit.burst.get()) as f64;
-            let lift = if limit.adaptive { lift } else { 1.0 };
+            let lift = if *scales { lift } else { 1.0 };
             largest * lift * limit.window_micros() as f64 >= EXACT
         })
+        .map(|(limit, _)| limit)
 }
 
 /// Warns about every limit of [`inexact_limits`]; for a Redis store, at start-up and after each

@@ -117,8 +117,27 @@ fn envoy_limits_and_lifted_limits_are_checked_for_luas_precision() {
     };
     let loaded = rules::load(&path, None).unwrap();
     assert_eq!(names(&loaded).len(), 1, "{:?}", names(&loaded));
-    let lifted =
-        format!("{policy}envoy_config: envoy\nadaptive: {{ load: {{ low_factor: 3 }} }}\n");
-    std::fs::write(&path, lifted).unwrap();
-    assert_eq!(names(&rules::load(&path, None).unwrap()).len(), 2);
+    for load in [
+        "low_factor: 3",
+        "high_factor: 3, low_factor: 1",
+        "factor_override: 3, low_factor: 1",
+    ] {
+        let lifted = format!("{policy}envoy_config: envoy\nadaptive: {{ load: {{ {load} }} }}\n");
+        std::fs::write(&path, lifted).unwrap();
+        assert_eq!(names(&rules::load(&path, None).unwrap()).len(), 2, "{load}");
+    }
+    // Never scaled, so never lifted: exempt on the limit, or on its tier.
+    for exempt in [
+        policy.replace("window: 1h }", "window: 1h, adaptive: false }"),
+        policy.replace("  free:\n", "  free:\n    adaptive: false\n"),
+    ] {
+        let lifted =
+            format!("{exempt}envoy_config: envoy\nadaptive: {{ load: {{ low_factor: 3 }} }}\n");
+        std::fs::write(&path, lifted).unwrap();
+        assert_eq!(
+            names(&rules::load(&path, None).unwrap()).len(),
+            1,
+            "{exempt}"
+        );
+    }
 }

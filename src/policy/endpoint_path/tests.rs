@@ -162,6 +162,11 @@ fn a_dot_dot_segment_is_refused_by_name() {
         ("/api/export/%2e%2E/search", "/api/search", "nginx, Go"),
         // Each spelling's readers, when the path mixes them.
         (
+            "/a\\..;x/b",
+            "/b",
+            "Tomcat and Spring, which read `..;x` as `..`; WHATWG URL parsers and IIS, which read `\\` as `/`",
+        ),
+        (
             "/api/x/..\\y/../z",
             "/api/z",
             "nginx, Go; WHATWG URL parsers and IIS, which read `\\` as `/`",

@@ -34,7 +34,11 @@ impl Connection {
             Some(ca) => redis::Client::build_with_tls(url, ca.certificates())?,
             None => redis::Client::open(url)?,
         };
+        // The client's own response timeout (500 ms by default) would cut every call there,
+        // whatever `store.timeout` says, and a batch, whose deadline grows with its size, at
+        // 500 ms too: each call's deadline is ours alone.
         let config = ConnectionManagerConfig::new()
+            .set_response_timeout(None)
             .set_connection_timeout(Some(CONNECT_TIMEOUT))
             .set_number_of_retries(2)
             .set_min_delay(Duration::from_millis(20))

@@ -4,7 +4,8 @@
 -- are doubles, exact for integers below 2^53; divisions go through idiv/cdiv so they are exact.
 -- Timestamps and counts are far below that; the products requests x window (in us) stay below
 -- it for up to ~2.5 million requests an hour (the daemon warns about larger limits of the policy
--- and its envoy folder, lifted by low_factor; a gRPC call's own override is not checked).
+-- and its envoy folder, lifted by the load factors the policy allows; a gRPC call's own
+-- override is not checked).
 --
 -- ARGV[1]  mode: "apply" (consume if every enforced limit passes), "dry" (evaluate only),
 --          "refund" (undo a consumption made at ARGV[2])
@@ -239,7 +240,7 @@ local function log_refund(c, st, since, now, cost)
   local left, removed = cost, 0
   -- A partial take rewrites an entry (ZREM, then ZADD): of a one-entry log, that deletes the
   -- key and makes a new one without a TTL. The log keeps the TTL it had.
-  local ttl = redis.call('PTTL', c.key)
+  local ttl = redis.call('PTTL', c.key)  -- -2 none, -1 none set (left so), 0 expiring now
   local function take(entries)
     for i = 1, #entries - 1, 2 do
       if left <= 0 then return end
@@ -258,7 +259,7 @@ local function log_refund(c, st, since, now, cost)
   end
   if removed > 0 then
     redis.call('SET', c.tkey, num(math.max(st.total - removed, 0)), 'KEEPTTL')
-    if ttl > 0 and redis.call('EXISTS', c.key) == 1 then redis.call('PEXPIRE', c.key, ttl) end
+    if ttl >= 0 and redis.call('EXISTS', c.key) == 1 then redis.call('PEXPIRE', c.key, ttl) end
   end
 end
 

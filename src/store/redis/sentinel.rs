@@ -176,7 +176,10 @@ impl Shared {
         {
             return Ok(());
         }
-        let config = AsyncConnectionConfig::new().set_connection_timeout(Some(CONNECT_TIMEOUT));
+        // Each call's deadline is ours (`store.timeout`), not the client's 500 ms default.
+        let config = AsyncConnectionConfig::new()
+            .set_connection_timeout(Some(CONNECT_TIMEOUT))
+            .set_response_timeout(None);
         let conn = within(
             CONNECT_TIMEOUT,
             client.get_multiplexed_async_connection_with_config(&config),
