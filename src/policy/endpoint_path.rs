@@ -13,6 +13,9 @@
 //!   `URL.Path` read it: a backend that keeps it encoded serves such a path as some other
 //!   (usually unknown) resource, so this reading can charge a request to a rule it does not
 //!   reach, but never lets `/api%2Fexport` dodge the rule for `/api/export`;
+//! - a `\` is read as `/` for the same reason: WHATWG URL parsers (the `URL` of Deno, Bun,
+//!   Cloudflare Workers and Node) and IIS serve `/api\export` as `/api/export` (RFC 3986 has
+//!   no raw `\` in a path, so no client means anything else by it; `%5C` is kept);
 //! - runs of `/` are merged into one, then dot-segments are removed (§5.2.4; a `..` above the
 //!   root stays at the root), as nginx's `merge_slashes` and Go's `path.Clean` do.
 //!
@@ -95,9 +98,17 @@ pub fn normalise(path: &str) -> Cow<'_, str> {
         return Cow::Borrowed(path);
     }
     Cow::Owned(resolve(
-        &encoded_slashes_decoded(path),
+        &encoded_slashes_decoded(&backslashes_as_slashes(path)),
         EncodedSlash::Decoded,
     ))
+}
+
+/// `path` with every `\` replaced by `/`, as WHATWG URL parsers and IIS read it.
+fn backslashes_as_slashes(path: &str) -> Cow<'_, str> {
+    match path.contains('\\') {
+        true => Cow::Owned(path.replace('\\', "/")),
+        false => Cow::Borrowed(path),
+    }
 }
 
 /// `path` with every `%2F` (either case) replaced by `/`, before segments are split, so that
@@ -148,7 +159,8 @@ fn unambiguous(raw: &str) -> Result<(), AmbiguousPath> {
     let path = encoded_slashes_decoded(raw_path);
     if matches!(path, Cow::Owned(_)) {
         let decoded = normalise(&path);
-        let encoded = resolve(raw_path, EncodedSlash::Kept);
+        // Both readings take `\` as `/`: only `%2F` tells them apart here.
+        let encoded = resolve(&backslashes_as_slashes(raw_path), EncodedSlash::Kept);
         // Equal once each `%2F` is a `/` (runs of them merged): only the spelling differs.
         if merge_slash_runs(&encoded.replace("%2F", "/")) != *decoded {
             return Err(AmbiguousPath::EncodedSlash {
@@ -287,6 +299,9 @@ fn resolve(path: &str, encoded_slash: EncodedSlash) -> String {
 /// its complete segments are normal, and its last, partial one has no percent-encoding to
 /// change (an unfinished one at its end, `%2`, may go on in a request: `%25`).
 pub fn is_normal_prefix(body: &str) -> bool {
+    if body.contains('\\') {
+        return false;
+    }
     let Some(last_slash) = body.rfind('/') else {
         return false;
     };
@@ -305,10 +320,10 @@ pub fn is_normal_prefix(body: &str) -> bool {
 /// its complete segments normalised, its last, partial one only percent-normalised (a partial
 /// `.` or `..` is the start of a name such as `.well-known`, not a dot-segment).
 pub fn normal_prefix(body: &str) -> String {
-    // A `%2F` is a `/` in requests: it ends a segment here too.
-    let body = encoded_slashes_decoded(body);
+    // A `%2F` or `\` is a `/` in requests: it ends a segment here too.
+    let body = encoded_slashes_decoded(&backslashes_as_slashes(body)).into_owned();
     let Some(last_slash) = body.rfind('/') else {
-        return body.into_owned();
+        return body;
     };
     let (complete, partial) = body.split_at(last_slash + 1);
     let mut out = normalise(complete).into_owned();
@@ -327,6 +342,7 @@ fn is_normal(path: &str) -> bool {
         let fine = match byte {
             b'%' => escape_at(bytes, i) == Escape::Normal,
             b'/' => !starts_dot_or_empty_segment(&bytes[i + 1..]),
+            b'\\' => false,
             _ => true,
         };
         if !fine {

@@ -226,6 +226,13 @@ pub const BAD: &[(&str, &[&str])] = &[
         &["tiers: a tier's name must not be empty"],
     ),
     (
+        "backslash_in_path",
+        &[concat!(
+            "endpoints[0].path: \"/api\\export\" can never match: ",
+            "request paths are normalised first (write \"/api/export\")"
+        )],
+    ),
+    (
         "doubled_slash_in_path",
         &[concat!(
             "endpoints[0].path: \"/api//export\" can never match: ",

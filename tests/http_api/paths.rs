@@ -68,6 +68,29 @@ async fn batch_and_forward_auth_normalise_alike() {
     }
 }
 
+/// WHATWG URL parsers (Deno, Bun, Workers, Node's `URL`) and IIS serve `/api\export` as
+/// `/api/export`: a `\` counts as the `/` they read, on `/v1/check` and forward auth alike.
+#[tokio::test]
+async fn a_backslash_counts_as_the_slash_whatwg_parsers_read() {
+    let app = crate::common::http::app(EXAMPLE_POLICY);
+    let reply = check(&app, json!({"user": "frank", "endpoint": "/api\\export"})).await;
+    assert_eq!(reply.status, StatusCode::OK, "{}", reply.text());
+    assert_eq!(reply.json()["policy"], "endpoint:/api/export/export");
+    assert_eq!(reply.json()["remaining"], 4);
+    let headers = [
+        ("x-original-uri", "/api\\\\export?x=1"),
+        ("x-api-key", "grace"),
+    ];
+    let reply = call(&app.router, Method::GET, "/v1/auth", &headers, "").await;
+    assert_eq!(reply.status, StatusCode::OK, "{}", reply.text());
+    assert_eq!(structured(reply.header("ratelimit-policy")).name, "export");
+    assert_eq!(reply.header("x-ratelimit-remaining"), "4");
+    // An encoded backslash is no separator anywhere: it stays in its segment.
+    let reply = check(&app, json!({"user": "frank", "endpoint": "/api%5Cexport"})).await;
+    assert_eq!(reply.status, StatusCode::OK, "{}", reply.text());
+    assert_ne!(reply.json()["policy"], "endpoint:/api/export/export");
+}
+
 /// What every route says of `/api//../export`, after naming where the path was.
 const AMBIGUOUS: &str = "the path is ambiguous: its `..` segment takes it to \"/export\" where dot-segments are \
     removed (nginx, Go) but not where the path is routed as sent (Express); send the path \

@@ -23,6 +23,10 @@ fn the_reviewers_spellings_are_the_rules_path() {
         "/api%2fexport",
         "/x/..%2Fapi/export",
         "/api/x%2F%2E%2E%2Fexport",
+        // WHATWG URL parsers and IIS read `\` as `/`.
+        "/api\\export",
+        "/api\\\\export",
+        "/api/.\\export",
     ] {
         assert_eq!(normalise(spelling), "/api/export", "{spelling}");
     }
@@ -41,6 +45,7 @@ fn what_a_backend_tells_apart_stays() {
         "/été",
         "/a/.b/..c/...",
         "/a;b=c,d",
+        "/a%5Cb",
     ] {
         let normal = normalise(kept);
         assert!(matches!(normal, Cow::Borrowed(_)), "{kept} was copied");
@@ -125,6 +130,7 @@ fn prefix_rules_end_in_a_partial_segment() {
     }
     for not in [
         "/api//", "/%61pi/", "/api/./", "/api/%7e", "/api/%2f", "/api/%zz", "/a/%41", "/a/%2F",
+        "/api\\", "/api\\ex",
     ] {
         assert!(!is_normal_prefix(not), "{not}");
     }
@@ -247,6 +253,8 @@ fn a_prefix_with_an_encoded_slash_is_suggested_in_normal_form() {
     assert_eq!(normal_prefix("/files/%2F"), "/files/");
     assert_eq!(normal_prefix("/api/x%2F.%2F"), "/api/x/");
     assert_eq!(normal_prefix("/a/b%2F..%2F"), "/a/");
+    assert_eq!(normal_prefix("/api\\ex"), "/api/ex");
+    assert_eq!(normal_prefix("/api\\.\\x"), "/api/x");
     for suggested in ["/files/", "/api/x/", "/a/"] {
         assert!(is_normal_prefix(suggested), "{suggested}");
     }
@@ -350,20 +358,23 @@ fn merge_slashes(path: &str) -> String {
     merged
 }
 
+/// Every reading: a `\` is a `/` (WHATWG, IIS), then percent-encodings, slashes and dots.
 fn oracle(path: &str) -> String {
-    remove_dot_segments_oracle(&merge_slashes(&percent_oracle(path)))
+    remove_dot_segments_oracle(&merge_slashes(&percent_oracle(&path.replace('\\', "/"))))
 }
 
 /// The RFC's reading, where an empty segment is one a `..` removes.
 fn dots_first_oracle(path: &str) -> String {
-    merge_slashes(&remove_dot_segments_oracle(&percent_oracle(path)))
+    merge_slashes(&remove_dot_segments_oracle(&percent_oracle(
+        &path.replace('\\', "/"),
+    )))
 }
 
 /// Paths built from the pieces normalising is about.
 fn tricky_path() -> impl Strategy<Value = String> {
     let piece = prop::sample::select(vec![
         "/", "/", "/", ".", "..", "%", "%2e", "%2E", "%2f", "%2F", "%41", "%7e", "%zz", "%4",
-        "%c3%a9", "a", "B", "é", "~", "-", "x",
+        "%c3%a9", "a", "B", "é", "~", "-", "x", "\\", "%5c",
     ]);
     prop::collection::vec(piece, 0..12).prop_map(|pieces| format!("/{}", pieces.concat()))
 }
@@ -423,8 +434,10 @@ proptest! {
 
     #[test]
     fn a_path_is_refused_exactly_when_the_two_readings_part(uri in tricky_uri()) {
-        let path = &uri[..uri.find(['?', '#']).unwrap_or(uri.len())];
-        let merged = oracle(path);
+        let sent = &uri[..uri.find(['?', '#']).unwrap_or(uri.len())];
+        let merged = oracle(sent);
+        // Both readings below take `\` as `/`, as the normal form does.
+        let path = &sent.replace('\\', "/");
         let kept = dots_first_oracle(path);
         let encoded =
             remove_dot_segments_oracle(&merge_slashes(&percent_oracle_with(path, false)));
