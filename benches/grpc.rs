@@ -9,6 +9,7 @@ use envoy_types::pb::envoy::extensions::common::ratelimit::v3::RateLimitDescript
 use envoy_types::pb::envoy::extensions::common::ratelimit::v3::rate_limit_descriptor::Entry;
 use envoy_types::pb::envoy::service::ratelimit::v3::RateLimitRequest;
 use envoy_types::pb::envoy::service::ratelimit::v3::rate_limit_service_client::RateLimitServiceClient;
+use ratewarden::daemon::accept::Acceptor;
 use ratewarden::engine::{Engine, SubjectHasher};
 use ratewarden::http::{AppState, router};
 use ratewarden::metrics::Metrics;
@@ -79,7 +80,7 @@ async fn serve() -> (SocketAddr, SocketAddr) {
         .await
     });
     tokio::spawn(ratewarden::grpc::serve(
-        grpc,
+        Acceptor::new(grpc, "gRPC").into_stream(),
         engine,
         std::future::pending(),
     ));

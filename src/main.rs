@@ -4,6 +4,7 @@ use anyhow::Context;
 use clap::Parser;
 use ratewarden::cli::{Cli, Command, check_policy};
 use ratewarden::{daemon, model, replay, simulate};
+use std::io::Write;
 use std::process::ExitCode;
 
 fn main() -> ExitCode {
@@ -18,6 +19,10 @@ fn main() -> ExitCode {
         .with_env_filter(filter)
         .with_writer(std::io::stderr)
         .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
+        // A line that cannot be written (the reader of a piped stderr went away) is lost; by
+        // default the layer reports that with `eprintln!`, which panics on that same stderr
+        // and would take down whatever task was logging: the control loop, a reload, shutdown.
+        .log_internal_errors(false)
         .init();
     if let Some(value) = refused {
         tracing::warn!(
@@ -28,7 +33,9 @@ fn main() -> ExitCode {
     match run(cli) {
         Ok(code) => code,
         Err(error) => {
-            eprintln!("error: {error:#}");
+            // Not `eprintln!`: it panics when stderr is gone, and the exit code must still say
+            // failure, not panic.
+            let _ = writeln!(std::io::stderr(), "error: {error:#}");
             ExitCode::FAILURE
         }
     }

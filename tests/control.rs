@@ -26,3 +26,6 @@ mod fleet_cost;
 
 #[path = "control/simulated.rs"]
 mod simulated;
+
+#[path = "control/lost_values.rs"]
+mod lost_values;

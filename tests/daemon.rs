@@ -81,6 +81,40 @@ fn a_configmap_update_swapping_the_data_link_reloads_the_policy() {
     assert!(daemon.stop(Duration::from_secs(10)).success());
 }
 
+/// A daemon whose log reader went away (a restarted `| logger`) loses its lines, not its
+/// tasks: reloads still run and SIGTERM still exits 0. Writing a line used to panic the task
+/// that logged it.
+#[test]
+fn a_daemon_whose_log_reader_went_away_keeps_working() {
+    let dir = tempfile::tempdir().unwrap();
+    let policy = dir.path().join("policy.yaml");
+    std::fs::write(&policy, SHIPPED).unwrap();
+    let mut daemon = Daemon::start(&policy, &[]);
+    daemon.close_log();
+    // The first reload's line closes the pipe; the next ones write into a closed one.
+    for reloads in 1..=3 {
+        daemon.signal("HUP");
+        let deadline = Instant::now() + Duration::from_secs(10);
+        while policy_reloads(&daemon) < reloads {
+            assert!(Instant::now() < deadline, "reload {reloads} never ran");
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    }
+    assert_eq!(check(&daemon, "ann").0, 200);
+    let status = daemon.stop(Duration::from_secs(10));
+    assert_eq!(status.code(), Some(0), "{status}");
+}
+
+/// Successful policy reloads so far.
+fn policy_reloads(daemon: &Daemon) -> u64 {
+    let (_, text) = daemon.get("/metrics");
+    text.lines()
+        .find_map(|l| {
+            l.strip_prefix("ratewarden_config_reloads_total{kind=\"policy\",result=\"success\"} ")
+        })
+        .map_or(0, |n| n.trim().parse().unwrap())
+}
+
 /// The value of `ratewarden_policy_file_refused`.
 fn refused_gauge(daemon: &Daemon) -> String {
     let (status, text) = daemon.get("/metrics");

@@ -8,14 +8,32 @@ use crate::clock::Micros;
 use crate::features::window::{bucket_len, oldest_bucket};
 use crate::features::{ActivityWindow, SubjectFeatures};
 use crate::limit::KeyHash;
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashSet};
 use std::time::Duration;
 
 pub struct FleetWindow {
     window: ActivityWindow,
     length: Duration,
-    /// Per bucket index, how many values of its list are merged into `window`.
-    merged: BTreeMap<u64, usize>,
+    /// Per bucket index, what of its list is merged into `window`.
+    merged: BTreeMap<u64, Merged>,
+}
+
+/// What of one bucket's list is merged: how many of its values to skip when reading it, and a
+/// digest of every value merged, so a list read again from its start adds nothing twice.
+#[derive(Default)]
+struct Merged {
+    read: usize,
+    digests: HashSet<Digest>,
+}
+
+/// The first 16 bytes of a value's BLAKE3 hash. Every value holds its subjects' first and
+/// last request times in microseconds: two uploads are never equal bytes.
+type Digest = [u8; 16];
+
+fn digest(value: &[u8]) -> Digest {
+    let mut out = [0; 16];
+    out.copy_from_slice(&blake3::hash(value).as_bytes()[..16]);
+    out
 }
 
 impl FleetWindow {
@@ -44,21 +62,31 @@ impl FleetWindow {
         self.merged.retain(|index, _| *index >= oldest);
         (oldest..=now / len)
             .map(|index| {
-                let from = self.merged.get(&index).copied().unwrap_or(0);
+                let from = self.merged.get(&index).map_or(0, |m| m.read);
                 (Bucket { len, index }, from)
             })
             .collect()
     }
 
-    /// Merges the values read for `asked` (in its order); how many were not understood. A list
-    /// shorter than what was merged of it was lost (Redis restarted or flushed): it is read
-    /// from its start next time, what was merged of the old one stays.
+    /// Merges the values read for `asked` (in its order); how many were not understood.
+    ///
+    /// A list shorter than what was read of it changed under the reader: Redis restarted or
+    /// was flushed (a new list), or a failover lost its newest values (the same list, cut
+    /// short). Either way it is read again from its start next time, and only values not
+    /// merged before are merged: what was merged of the old list stays, once.
     pub fn merge(&mut self, asked: &[(Bucket, usize)], tails: Vec<ListTail>) -> usize {
         let mut refused = 0;
         for ((bucket, from), (len, values)) in asked.iter().zip(tails) {
-            let merged = if len < *from { 0 } else { from + values.len() };
-            self.merged.insert(bucket.index, merged);
+            let merged = self.merged.entry(bucket.index).or_default();
+            if len < *from {
+                merged.read = 0;
+                continue;
+            }
+            merged.read = from + values.len();
             for value in values {
+                if !merged.digests.insert(digest(&value)) {
+                    continue;
+                }
                 let Ok(items) = decode_activity(&value) else {
                     refused += 1;
                     continue;

@@ -6,6 +6,7 @@
 //! connection forever. Here a connection that has not sent a whole request head within
 //! [`HEADER_READ_TIMEOUT`] is closed, and a head over [`MAX_HEAD_BYTES`] gets 431.
 
+use super::accept::Acceptor;
 use axum::Router;
 use axum::extract::{ConnectInfo, Request};
 use hyper::body::Incoming;
@@ -27,9 +28,6 @@ pub const HEADER_READ_TIMEOUT: Duration = Duration::from_secs(10);
 /// The largest request head; a larger one is answered 431 and the connection closed.
 pub const MAX_HEAD_BYTES: usize = 64 * 1024;
 
-/// How long to wait after a failed accept (out of file descriptors, say) before the next.
-const ACCEPT_BACKOFF: Duration = Duration::from_millis(100);
-
 /// Serves `app` until `stop` resolves, then stops accepting and lets every connection finish
 /// the request it is in (idle keep-alive connections close at once).
 pub async fn serve(listener: TcpListener, app: Router, stop: impl Future<Output = ()>) {
@@ -40,19 +38,12 @@ pub async fn serve(listener: TcpListener, app: Router, stop: impl Future<Output 
         .max_buf_size(MAX_HEAD_BYTES);
     let graceful = GracefulShutdown::new();
     let mut stop = std::pin::pin!(stop);
+    let mut acceptor = Acceptor::new(listener, "HTTP");
     loop {
         let (stream, remote) = tokio::select! {
-            accepted = listener.accept() => match accepted {
-                Ok(accepted) => accepted,
-                Err(error) => {
-                    tracing::warn!(%error, "cannot accept an HTTP connection");
-                    tokio::time::sleep(ACCEPT_BACKOFF).await;
-                    continue;
-                }
-            },
+            accepted = acceptor.accept() => accepted,
             () = &mut stop => break,
         };
-        let _ = stream.set_nodelay(true);
         // What `into_make_service_with_connect_info` gives handlers: the peer's address.
         let service = app
             .clone()
@@ -72,6 +63,6 @@ pub async fn serve(listener: TcpListener, app: Router, stop: impl Future<Output 
             }
         });
     }
-    drop(listener);
+    drop(acceptor);
     graceful.shutdown().await;
 }

@@ -1,6 +1,7 @@
 //! `ratewarden serve`: builds the engine from the policy, serves HTTP and gRPC, reloads the
 //! policy, and shuts down both servers gracefully.
 
+pub mod accept;
 mod args;
 pub mod http_server;
 pub mod shutdown;
@@ -213,7 +214,8 @@ async fn serve_until(
         }
     };
     let http = http_server::serve(listeners.http, app, when_stopped());
-    let grpc = crate::grpc::serve(listeners.grpc, engine, when_stopped());
+    let grpc_connections = accept::Acceptor::new(listeners.grpc, "gRPC").into_stream();
+    let grpc = crate::grpc::serve(grpc_connections, engine, when_stopped());
     let both = async { tokio::join!(http, grpc).1.map_err(ServeError::Grpc) };
     // A client that never closes its connection must not hold the daemon forever.
     let grace = async {

@@ -12,10 +12,10 @@ mod service;
 
 use crate::engine::Engine;
 use envoy_types::pb::envoy::service::ratelimit::v3::rate_limit_service_server::RateLimitServiceServer;
+use futures_util::Stream;
 use std::future::Future;
 use std::sync::Arc;
-use tokio::net::TcpListener;
-use tonic::transport::server::TcpIncoming;
+use tokio::net::TcpStream;
 
 pub use service::RateLimitGrpc;
 
@@ -39,10 +39,10 @@ pub enum GrpcError {
     Transport(#[from] tonic::transport::Error),
 }
 
-/// Serves the rate limit service, health and reflection on `listener` until `shutdown`
-/// resolves, then finishes the calls in flight.
+/// Serves the rate limit service, health and reflection on the `connections` accepted until
+/// `shutdown` resolves, then finishes the calls in flight.
 pub async fn serve(
-    listener: TcpListener,
+    connections: impl Stream<Item = std::io::Result<TcpStream>> + Send + 'static,
     engine: Arc<Engine>,
     shutdown: impl Future<Output = ()> + Send,
 ) -> Result<(), GrpcError> {
@@ -65,10 +65,7 @@ pub async fn serve(
         .add_service(health)
         .add_service(reflection_v1)
         .add_service(reflection_v1alpha)
-        .serve_with_incoming_shutdown(
-            TcpIncoming::from(listener).with_nodelay(Some(true)),
-            shutdown,
-        )
+        .serve_with_incoming_shutdown(connections, shutdown)
         .await;
     readiness.abort();
     Ok(served?)

@@ -20,7 +20,24 @@ impl Daemon {
     /// Starts `ratewarden serve --policy POLICY --listen 127.0.0.1:0` (gRPC on a free port too,
     /// unless `RATEWARDEN_GRPC_LISTEN` is in `extra_env`) and waits for its address.
     pub fn start(policy: &Path, extra_env: &[(&str, &str)]) -> Daemon {
-        let mut command = Command::new(env!("CARGO_BIN_EXE_ratewarden"));
+        Self::spawn(
+            Command::new(env!("CARGO_BIN_EXE_ratewarden")),
+            policy,
+            extra_env,
+        )
+    }
+
+    /// As [`Daemon::start`], with at most `max_fds` file descriptors open (`ulimit -n`).
+    pub fn start_with_fd_limit(policy: &Path, extra_env: &[(&str, &str)], max_fds: u32) -> Daemon {
+        let mut shell = Command::new("sh");
+        shell
+            .arg("-c")
+            .arg(format!("ulimit -n {max_fds} && exec \"$0\" \"$@\""))
+            .arg(env!("CARGO_BIN_EXE_ratewarden"));
+        Self::spawn(shell, policy, extra_env)
+    }
+
+    fn spawn(mut command: Command, policy: &Path, extra_env: &[(&str, &str)]) -> Daemon {
         command
             .args(["serve", "--policy"])
             .arg(policy)
@@ -130,6 +147,12 @@ impl Daemon {
             self.seen.push(line);
         }
         &self.seen
+    }
+
+    /// Stops reading the log, as when the process a daemon's stderr is piped to exits: the
+    /// pipe's read end closes at the next line, and later writes fail.
+    pub fn close_log(&mut self) {
+        self.log = channel().1;
     }
 
     /// Whether the process has not exited.

@@ -10,6 +10,7 @@ use envoy_types::pb::envoy::service::ratelimit::v3::rate_limit_response::Descrip
 use envoy_types::pb::envoy::service::ratelimit::v3::rate_limit_service_client::RateLimitServiceClient;
 use envoy_types::pb::envoy::service::ratelimit::v3::{RateLimitRequest, RateLimitResponse};
 use ratewarden::clock::ManualClock;
+use ratewarden::daemon::accept::Acceptor;
 use ratewarden::engine::{Engine, SubjectHasher};
 use ratewarden::metrics::Metrics;
 use ratewarden::policy::Policy;
@@ -100,7 +101,7 @@ pub async fn serve(engine: Engine) -> Server {
     let addr = listener.local_addr().unwrap();
     let (stop, stopped) = oneshot::channel::<()>();
     tokio::spawn(ratewarden::grpc::serve(
-        listener,
+        Acceptor::new(listener, "gRPC").into_stream(),
         engine.clone(),
         async move {
             let _ = stopped.await;
