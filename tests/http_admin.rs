@@ -4,6 +4,8 @@
 //! This file tests the gate (disabled, missing or wrong token) and the OpenAPI description;
 //! `tests/http_admin/` holds the harness and the tests of each route.
 
+mod common;
+
 #[path = "http_admin/flags.rs"]
 mod flags;
 #[path = "http_admin/harness.rs"]

@@ -10,7 +10,7 @@ use super::fleet_state::{Bucket, FleetState};
 use super::fleet_window::FleetWindow;
 use super::{CycleOutcome, on_blocking_thread};
 use crate::clock::{Micros, micros};
-use crate::engine::{StoreOutage, SubjectStanding};
+use crate::engine::{StoreOutage, SubjectStanding, control_quiet};
 use crate::features::{NewActivity, SubjectFeatures};
 use crate::limit::KeyHash;
 use crate::policy::Policy;
@@ -81,7 +81,9 @@ impl FleetControl {
                 tracing::debug!(%error, "control loop: {during} failed");
                 self.errors.inc();
                 let on_error = policy.store.on_error;
-                self.outage.failed(now, during, &error, on_error, None);
+                let quiet = control_quiet(policy.adaptive.interval);
+                self.outage
+                    .failed(now, during, &error, on_error, None, quiet);
             }
             None => self.outage.answered(|| now),
         }

@@ -266,7 +266,10 @@ impl ControlLoop {
             }
             _ => {}
         }
-        if reading.factor.total_cmp(&1.0) != before.total_cmp(&1.0) && self.pinned_load.is_none() {
+        // Pinned (the flag, the policy's override or the admin API's), the reading's factor is
+        // not the one in force: a line naming it would contradict `ratewarden_load_factor`.
+        let pinned = self.pinned_load.is_some() || thresholds.load_factor_override.is_some();
+        if reading.factor.total_cmp(&1.0) != before.total_cmp(&1.0) && !pinned {
             // Limits start or stop shrinking (or growing): say why, once per change (not at
             // every step of the upstream gradient).
             reading.log_change(source, thresholds);

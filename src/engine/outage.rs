@@ -6,7 +6,10 @@
 //! the control loop alone, and nothing at all from the request path). An outage ends once the
 //! store has answered with no call failing for [`QUIET`]: when one cluster node is down, or
 //! Redis refuses writes while still answering reads, calls that fail and calls that pass
-//! interleave, and ending at each answer logged a pair of lines per request.
+//! interleave, and ending at each answer logged a pair of lines per request. A failure of the
+//! control loop, which calls the store once per interval, asks for a longer quiet span (see
+//! [`control_quiet`]): with decisions working between its failures, a cycle that ran a little
+//! late ended and began an outage every few seconds while the store kept refusing it.
 
 use crate::clock::Micros;
 use crate::store::OnError;
@@ -28,6 +31,13 @@ pub enum Answered {
 /// How long no store call may fail before an answer ends the outage: 1 s.
 pub const QUIET: Micros = 1_000_000;
 
+/// The quiet span after a control-loop failure: three control intervals (and at least
+/// [`QUIET`]), so the outage outlasts a late cycle that would have failed again.
+pub fn control_quiet(interval: std::time::Duration) -> Micros {
+    let interval = Micros::try_from(interval.as_micros()).unwrap_or(Micros::MAX);
+    interval.saturating_mul(3).max(QUIET)
+}
+
 /// The outage in progress, if any.
 #[derive(Debug, Default)]
 pub struct StoreOutage {
@@ -40,6 +50,8 @@ pub struct StoreOutage {
 struct Outage {
     began: Micros,
     last_failure: Micros,
+    /// How long without a failure ends it: the longest any of its failures asked for.
+    quiet: Micros,
     allowed: u64,
     denied: u64,
     local: u64,
@@ -56,7 +68,8 @@ impl StoreOutage {
     }
 
     /// A store call failed (`during` says which, `answered` how its decision was answered,
-    /// `None` for the control loop's calls); the first failure of an outage is logged.
+    /// `None` for the control loop's calls); the first failure of an outage is logged. The
+    /// outage then lasts until no call has failed for `quiet` ([`QUIET`] for a decision).
     pub fn failed(
         &self,
         now: Micros,
@@ -64,6 +77,7 @@ impl StoreOutage {
         error: &dyn Display,
         on_error: OnError,
         answered: Option<Answered>,
+        quiet: Micros,
     ) {
         let mut open = self.open.lock();
         let outage = open.get_or_insert_with(|| {
@@ -85,12 +99,14 @@ impl StoreOutage {
             Outage {
                 began: now,
                 last_failure: now,
+                quiet,
                 allowed: 0,
                 denied: 0,
                 local: 0,
             }
         });
         outage.last_failure = outage.last_failure.max(now);
+        outage.quiet = outage.quiet.max(quiet);
         match answered {
             Some(Answered::Allowed) => outage.allowed += 1,
             Some(Answered::Denied) => outage.denied += 1,
@@ -101,7 +117,7 @@ impl StoreOutage {
     }
 
     /// A store call succeeded: ends the outage in progress, if any, with its story, once no
-    /// call has failed for [`QUIET`].
+    /// call has failed for its quiet span.
     pub fn answered(&self, now: impl FnOnce() -> Micros) {
         if !self.is_down() {
             return;
@@ -110,7 +126,7 @@ impl StoreOutage {
         let mut open = self.open.lock();
         if open
             .as_ref()
-            .is_some_and(|o| now.saturating_sub(o.last_failure) < QUIET)
+            .is_some_and(|o| now.saturating_sub(o.last_failure) < o.quiet)
         {
             return;
         }
@@ -136,8 +152,9 @@ impl StoreOutage {
 
 #[cfg(test)]
 mod tests {
-    use super::{Answered, StoreOutage};
+    use super::{Answered, QUIET, StoreOutage, control_quiet};
     use crate::store::OnError;
+    use std::time::Duration;
 
     #[test]
     fn an_outage_counts_its_answers_and_ends_once() {
@@ -149,14 +166,16 @@ mod tests {
             &"down",
             OnError::Allow,
             Some(Answered::Allowed),
+            QUIET,
         );
-        outage.failed(20, "the control loop", &"down", OnError::Allow, None);
+        outage.failed(20, "the control loop", &"down", OnError::Allow, None, QUIET);
         outage.failed(
             30,
             "a decision",
             &"down",
             OnError::Allow,
             Some(Answered::Allowed),
+            QUIET,
         );
         assert!(outage.is_down());
         let open = outage.open.lock();
@@ -174,6 +193,7 @@ mod tests {
             &"down",
             OnError::Allow,
             Some(Answered::Allowed),
+            QUIET,
         );
         outage.answered(|| 1_500_000);
         assert!(outage.is_down());
@@ -181,5 +201,31 @@ mod tests {
         outage.answered(|| 1_600_000);
         assert!(!outage.is_down());
         assert!(outage.open.lock().is_none());
+    }
+
+    #[test]
+    fn a_control_loop_failing_each_cycle_is_one_outage_though_decisions_work() {
+        let outage = StoreOutage::new();
+        let quiet = control_quiet(Duration::from_secs(1));
+        assert_eq!(quiet, 3_000_000);
+        // Cycles 1.2 s apart on a busy host, decisions working between them.
+        for cycle in 0..10u64 {
+            let at = cycle * 1_200_000;
+            outage.failed(
+                at,
+                "the control loop",
+                &"NOPERM",
+                OnError::Local,
+                None,
+                quiet,
+            );
+            outage.answered(|| at + 1_150_000);
+            assert!(outage.is_down(), "ended after cycle {cycle}");
+        }
+        outage.answered(|| 9 * 1_200_000 + quiet);
+        assert!(!outage.is_down());
+        // A long interval asks for a longer span; never less than a second.
+        assert_eq!(control_quiet(Duration::from_secs(10)), 30_000_000);
+        assert_eq!(control_quiet(Duration::from_millis(100)), QUIET);
     }
 }

@@ -3,6 +3,7 @@
 
 pub mod daemon;
 pub mod http;
+pub mod logs;
 pub mod on_error;
 pub mod prometheus;
 pub mod redis;

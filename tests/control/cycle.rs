@@ -2,6 +2,7 @@
 //! factor reaches decisions (but not `adaptive: false` tiers and rules), and recorded traffic
 //! becomes exact features that leave with the window.
 
+use crate::common::logs::Captured;
 use crate::common::{EXAMPLE_POLICY, START};
 use ratewarden::clock::{ManualClock, Micros};
 use ratewarden::control::{ControlLoop, LoadSampler, ModelSlot};
@@ -90,9 +91,14 @@ async fn the_override_pins_the_load_factor_whatever_the_load() {
     let mut thresholds = engine.scale_factors().thresholds();
     thresholds.load_factor_override = Some(0.25);
     engine.scale_factors().set_thresholds(thresholds);
-    let mut control = control(&engine, &[0.0]);
+    let log = Captured::default();
+    let _guard = log.start();
+    // A busy host would take the factor to 0.5 unpinned; pinned, that is no news.
+    let mut control = control(&engine, &[1.0, 1.0]);
     assert_eq!(control.cycle().await.load_factor, 0.25);
     assert_eq!(limit_of(&engine, "a", "/x", "free").await, 5);
+    assert_eq!(engine.scale_factors().measured_load_factor(), 0.5);
+    assert!(!log.text().contains("load factor"), "{}", log.text());
 }
 
 #[tokio::test]

@@ -2,44 +2,10 @@
 //! each action's `audit` log line, and the subject view's scoring progress and flag times.
 
 use super::harness::{START, TOKEN, admin, check, harness};
+use crate::common::logs::Captured;
 use axum::http::{Method, StatusCode};
 use ratewarden::engine::SubjectStanding;
 use serde_json::{Value, json};
-use std::io::Write;
-use std::sync::{Arc, Mutex};
-
-/// Log lines written while the returned guard lives (this thread's subscriber).
-#[derive(Clone, Default)]
-struct Captured(Arc<Mutex<Vec<u8>>>);
-
-impl Write for Captured {
-    fn write(&mut self, bytes: &[u8]) -> std::io::Result<usize> {
-        self.0.lock().unwrap().extend_from_slice(bytes);
-        Ok(bytes.len())
-    }
-    fn flush(&mut self) -> std::io::Result<()> {
-        Ok(())
-    }
-}
-
-impl Captured {
-    fn start(&self) -> tracing::subscriber::DefaultGuard {
-        let writer = self.clone();
-        let subscriber = tracing_subscriber::fmt()
-            .with_writer(move || writer.clone())
-            .with_ansi(false)
-            .without_time()
-            .finish();
-        tracing::subscriber::set_default(subscriber)
-    }
-
-    fn lines(&self) -> Vec<String> {
-        String::from_utf8_lossy(&self.0.lock().unwrap())
-            .lines()
-            .map(str::to_owned)
-            .collect()
-    }
-}
 
 /// 2023-11-14T22:13:20Z plus `s` seconds, as the API writes times.
 fn at(s: u64) -> String {

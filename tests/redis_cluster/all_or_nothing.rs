@@ -2,28 +2,13 @@
 //! nothing: applied subject by subject, refunded when a later subject denies.
 
 use crate::common;
+use crate::common::logs::Captured;
 use crate::common::redis::RedisCluster;
 use crate::support::{check, engine, node_of_subject};
 use ratewarden::engine::CheckRequest;
 use ratewarden::limit::Algorithm;
 use std::net::IpAddr;
-use std::sync::{Arc, Mutex};
 use std::time::Duration;
-use tracing_subscriber::util::SubscriberInitExt;
-
-/// A `tracing` writer that keeps what is logged, to see the store's warnings.
-#[derive(Clone, Default)]
-struct Captured(Arc<Mutex<Vec<u8>>>);
-
-impl std::io::Write for Captured {
-    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
-        self.0.lock().unwrap().extend_from_slice(buf);
-        Ok(buf.len())
-    }
-    fn flush(&mut self) -> std::io::Result<()> {
-        Ok(())
-    }
-}
 
 /// The request mixes the user's tier limit and an IP-keyed endpoint limit, on two masters.
 /// Where the IP limit denies, the user's tier usage is refunded; where the tier denies, the
@@ -37,12 +22,7 @@ async fn a_user_and_an_ip_on_two_masters_are_all_or_nothing() {
     const SIGNUP: u64 = 10;
     const DENIED: u64 = 5;
     let log = Captured::default();
-    let writer = log.clone();
-    let _guard = tracing_subscriber::fmt()
-        .with_writer(move || writer.clone())
-        .with_max_level(tracing::Level::DEBUG)
-        .with_ansi(false)
-        .set_default();
+    let _guard = log.start_at(tracing::Level::DEBUG);
 
     let cluster = RedisCluster::start(3);
     for (a, algorithm) in Algorithm::ALL.into_iter().enumerate() {
@@ -160,7 +140,7 @@ async fn a_user_and_an_ip_on_two_masters_are_all_or_nothing() {
         assert!(d.allowed, "{algorithm}");
         assert_eq!(d.remaining, Some(SIGNUP - SMALL_TIER - 1), "{algorithm}");
     }
-    let log = String::from_utf8(log.0.lock().unwrap().clone()).unwrap();
+    let log = log.text();
     assert!(!log.contains("could not refund"), "refunds succeed:\n{log}");
 }
 

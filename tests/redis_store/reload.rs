@@ -1,6 +1,7 @@
 //! The Lua precision warning (requests × window at or beyond 2^53 µs) is logged for a policy
 //! reloaded on a Redis store, not only for the one the daemon starts with.
 
+use crate::common::logs::Captured;
 use crate::common::redis::RedisServer;
 use ratewarden::control::ModelSlot;
 use ratewarden::engine::{Engine, SubjectHasher};
@@ -8,9 +9,8 @@ use ratewarden::policy::Policy;
 use ratewarden::reload::{Reloader, inexact_limits};
 use ratewarden::rules::{self, Rules};
 use ratewarden::store::{Backend, RedisStore};
-use std::io::Write;
 use std::path::Path;
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::time::Duration;
 
 const EXACT: &str = r#"
@@ -21,20 +21,6 @@ tiers:
 default_endpoint:
   limits: [ { name: endpoint, algorithm: fixed_window, requests: 50, window: 1m } ]
 "#;
-
-/// A log sink the test reads back.
-#[derive(Clone, Default)]
-struct Logs(Arc<Mutex<Vec<u8>>>);
-
-impl Write for Logs {
-    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
-        self.0.lock().unwrap().extend_from_slice(buf);
-        Ok(buf.len())
-    }
-    fn flush(&mut self) -> std::io::Result<()> {
-        Ok(())
-    }
-}
 
 #[tokio::test]
 async fn a_reloaded_policy_beyond_luas_precision_is_warned_about() {
@@ -73,14 +59,12 @@ async fn a_reloaded_policy_beyond_luas_precision_is_warned_about() {
         ["endpoint"]
     );
     std::fs::write(&path, &huge).unwrap();
-    let logs = Logs::default();
-    let sink = logs.clone();
-    let subscriber = tracing_subscriber::fmt()
-        .with_writer(move || sink.clone())
-        .with_ansi(false)
-        .finish();
-    tracing::subscriber::with_default(subscriber, || reloader.reload("test").unwrap());
-    let text = String::from_utf8(logs.0.lock().unwrap().clone()).unwrap();
+    let logs = Captured::default();
+    {
+        let _guard = logs.start();
+        reloader.reload("test").unwrap();
+    }
+    let text = logs.text();
     let warnings: Vec<&str> = text
         .lines()
         .filter(|l| l.contains("beyond what Redis's Lua computes exactly"))
