@@ -10,7 +10,7 @@ use super::fleet_state::{Bucket, FleetState};
 use super::fleet_window::FleetWindow;
 use super::{CycleOutcome, on_blocking_thread};
 use crate::clock::{Micros, micros};
-use crate::engine::{StoreOutage, SubjectStanding, control_quiet};
+use crate::engine::{StoreOutage, SubjectStanding};
 use crate::features::{NewActivity, SubjectFeatures};
 use crate::limit::KeyHash;
 use crate::policy::Policy;
@@ -36,7 +36,16 @@ pub struct FleetControl {
     errors: IntCounter,
     /// The fleet's window as this daemon last read it; `None` unless it leads.
     window: Option<FleetWindow>,
+    /// The last activity upload failed while the store answered the lease (an ACL without
+    /// `RPUSH`, not an outage of the whole store), and none has been made since (an idle cycle
+    /// makes none): until one works, a cycle without failures does not end the outage.
+    upload_failing: bool,
+    /// The store answered this cycle's lease call.
+    lease_answered: bool,
 }
+
+/// What a failed activity upload is called in the outage's log line.
+const UPLOAD: &str = "the control loop's activity upload";
 
 impl FleetControl {
     pub fn new(fleet: Box<dyn FleetState>, outage: Arc<StoreOutage>, errors: IntCounter) -> Self {
@@ -48,6 +57,8 @@ impl FleetControl {
             leader: false,
             generation: 0,
             window: None,
+            upload_failing: false,
+            lease_answered: false,
         }
     }
 
@@ -80,12 +91,15 @@ impl FleetControl {
             Some((during, error)) => {
                 tracing::debug!(%error, "control loop: {during} failed");
                 self.errors.inc();
+                self.upload_failing |= during == UPLOAD && self.lease_answered;
                 let on_error = policy.store.on_error;
-                let quiet = control_quiet(policy.adaptive.interval);
-                self.outage
-                    .failed(now, during, &error, on_error, None, quiet);
+                self.outage.failed(now, during, &error, on_error, None);
             }
-            None => self.outage.answered(|| now),
+            None => {
+                // An idle cycle uploads nothing: it cannot tell that a failing upload works.
+                self.upload_failing &= pending.is_empty();
+                self.outage.control_answered(now, !self.upload_failing);
+            }
         }
         outcome
     }
@@ -104,11 +118,13 @@ impl FleetControl {
         let len = FleetWindow::bucket_len(anomaly.window);
         let keep = anomaly.window + Duration::from_micros(len * 2);
         if let Err(error) = self.flush(now, len, keep, pending).await {
-            failure.get_or_insert(("the control loop's activity upload", error));
+            failure.get_or_insert((UPLOAD, error));
         }
         let lease = (interval * 3).max(Duration::from_secs(1));
         let hold = micros(anomaly.hold);
-        self.leader = match self.fleet.try_lead(&self.id, lease).await {
+        let lead = self.fleet.try_lead(&self.id, lease).await;
+        self.lease_answered = lead.is_ok();
+        self.leader = match lead {
             Ok(held) => held,
             Err(error) => {
                 failure.get_or_insert(("the control loop's lease", error));

@@ -70,6 +70,10 @@ pub struct ControlLoop {
     /// The scopes whose last Prometheus load query failed, and how (logged once per streak
     /// and kind of failure).
     failing_queries: hashbrown::HashMap<String, std::mem::Discriminant<QueryError>>,
+    /// Per scope, the load factor the last "load factor" line named (1 before any): a line is
+    /// logged when the factor moves to the other side of 1 from it, so a move made while an
+    /// override pinned the factor is told once the override is lifted.
+    told_factors: hashbrown::HashMap<String, f64>,
     window: ActivityWindow,
     window_len: Duration,
     judge: FlagTracker,
@@ -97,6 +101,7 @@ impl ControlLoop {
             model,
             sources: LoadSources::new(sampler),
             failing_queries: hashbrown::HashMap::new(),
+            told_factors: hashbrown::HashMap::new(),
             window: ActivityWindow::new(window_len),
             window_len,
             judge: FlagTracker::default(),
@@ -205,8 +210,7 @@ impl ControlLoop {
         let scale = self.engine.scale_factors().clone();
         let metrics = self.engine.metrics().clone();
         let (reading, rules) = self.sources.read(now, policy, thresholds, outcomes).await;
-        let before = scale.measured_load_factor();
-        self.tell(GLOBAL_SCOPE, &settings.source, &reading, before, thresholds);
+        self.tell(GLOBAL_SCOPE, &settings.source, &reading, thresholds);
         scale.set_load_factor(self.pinned_load.unwrap_or(reading.factor));
         metrics.load_factor.set(scale.load_factor());
         if let Some(smoothed) = self.sources.cpu().smoothed() {
@@ -216,10 +220,7 @@ impl ControlLoop {
 
         let mut rule_factors = vec![None; policy.endpoints.len()];
         for rule in rules {
-            let before = scale
-                .measured_rule_load_factor(rule.index, &rule.pattern)
-                .unwrap_or(1.0);
-            self.tell(&rule.scope, &rule.source, &rule.reading, before, thresholds);
+            self.tell(&rule.scope, &rule.source, &rule.reading, thresholds);
             rule.reading
                 .publish(&metrics.load, &rule.scope, &rule.source);
             if let Some(slot) = rule_factors.get_mut(rule.index) {
@@ -239,7 +240,6 @@ impl ControlLoop {
         scope: &str,
         source: &LoadSource,
         reading: &LoadReading,
-        before: f64,
         thresholds: &Thresholds,
     ) {
         let span = tracing::info_span!("load", scope).entered();
@@ -269,10 +269,12 @@ impl ControlLoop {
         // Pinned (the flag, the policy's override or the admin API's), the reading's factor is
         // not the one in force: a line naming it would contradict `ratewarden_load_factor`.
         let pinned = self.pinned_load.is_some() || thresholds.load_factor_override.is_some();
-        if reading.factor.total_cmp(&1.0) != before.total_cmp(&1.0) && !pinned {
+        let told = self.told_factors.get(scope).copied().unwrap_or(1.0);
+        if reading.factor.total_cmp(&1.0) != told.total_cmp(&1.0) && !pinned {
             // Limits start or stop shrinking (or growing): say why, once per change (not at
             // every step of the upstream gradient).
             reading.log_change(source, thresholds);
+            self.told_factors.insert(scope.to_owned(), reading.factor);
         }
         drop(span);
     }

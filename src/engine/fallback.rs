@@ -2,7 +2,7 @@
 //! or deny as `store.on_error` says, counted in `store_errors_total` by what was done and in the
 //! outage in progress (logged when it begins and ends, not per call).
 
-use super::{Answered, Decision, Engine, Plan, QUIET, Reason};
+use super::{Answered, Decision, Engine, Plan, Reason};
 use crate::store::OnError;
 use crate::store::{Applied, Request, Store, StoreError};
 
@@ -63,7 +63,7 @@ impl<S: Store> Engine<S> {
         if !matches!(error, StoreError::Full) {
             let now = self.clock.now();
             self.outage
-                .failed(now, "a decision", error, configured, Some(answered), QUIET);
+                .failed(now, "a decision", error, configured, Some(answered));
         }
         local.ok_or(Unanswered {
             on_error,

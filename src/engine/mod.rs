@@ -47,7 +47,7 @@ pub use exemptions::{Exemption, Exemptions};
 pub use flag_admin::FlaggedSubject;
 pub use hasher::SubjectHasher;
 pub use inspect::{InspectError, LimitUsage, SubjectInspection, SubjectQuery, TierSource};
-pub use outage::{Answered, QUIET, StoreOutage, control_quiet};
+pub use outage::{Answered, StoreOutage};
 pub use plan::{FeatureTrace, Plan};
 pub use request::{
     CheckError, CheckRequest, Cost, MAX_COST, MAX_ENDPOINT_BYTES, MAX_USER_BYTES, path_of,

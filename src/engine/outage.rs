@@ -6,10 +6,11 @@
 //! the control loop alone, and nothing at all from the request path). An outage ends once the
 //! store has answered with no call failing for [`QUIET`]: when one cluster node is down, or
 //! Redis refuses writes while still answering reads, calls that fail and calls that pass
-//! interleave, and ending at each answer logged a pair of lines per request. A failure of the
-//! control loop, which calls the store once per interval, asks for a longer quiet span (see
-//! [`control_quiet`]): with decisions working between its failures, a cycle that ran a little
-//! late ended and began an outage every few seconds while the store kept refusing it.
+//! interleave, and ending at each answer logged a pair of lines per request. An outage the
+//! control loop's calls met ends only once a control cycle has made every one of its calls
+//! and none failed ([`StoreOutage::control_answered`]): with decisions working between its
+//! failures (an ACL without `RPUSH`), ending at their answers began and ended an outage every
+//! few seconds while the store kept refusing the control loop.
 
 use crate::clock::Micros;
 use crate::store::OnError;
@@ -31,13 +32,6 @@ pub enum Answered {
 /// How long no store call may fail before an answer ends the outage: 1 s.
 pub const QUIET: Micros = 1_000_000;
 
-/// The quiet span after a control-loop failure: three control intervals (and at least
-/// [`QUIET`]), so the outage outlasts a late cycle that would have failed again.
-pub fn control_quiet(interval: std::time::Duration) -> Micros {
-    let interval = Micros::try_from(interval.as_micros()).unwrap_or(Micros::MAX);
-    interval.saturating_mul(3).max(QUIET)
-}
-
 /// The outage in progress, if any.
 #[derive(Debug, Default)]
 pub struct StoreOutage {
@@ -50,8 +44,8 @@ pub struct StoreOutage {
 struct Outage {
     began: Micros,
     last_failure: Micros,
-    /// How long without a failure ends it: the longest any of its failures asked for.
-    quiet: Micros,
+    /// A control-loop call failed, and no control cycle has made all its calls since.
+    control_failing: bool,
     allowed: u64,
     denied: u64,
     local: u64,
@@ -68,8 +62,7 @@ impl StoreOutage {
     }
 
     /// A store call failed (`during` says which, `answered` how its decision was answered,
-    /// `None` for the control loop's calls); the first failure of an outage is logged. The
-    /// outage then lasts until no call has failed for `quiet` ([`QUIET`] for a decision).
+    /// `None` for the control loop's calls); the first failure of an outage is logged.
     pub fn failed(
         &self,
         now: Micros,
@@ -77,7 +70,6 @@ impl StoreOutage {
         error: &dyn Display,
         on_error: OnError,
         answered: Option<Answered>,
-        quiet: Micros,
     ) {
         let mut open = self.open.lock();
         let outage = open.get_or_insert_with(|| {
@@ -99,36 +91,48 @@ impl StoreOutage {
             Outage {
                 began: now,
                 last_failure: now,
-                quiet,
+                control_failing: false,
                 allowed: 0,
                 denied: 0,
                 local: 0,
             }
         });
         outage.last_failure = outage.last_failure.max(now);
-        outage.quiet = outage.quiet.max(quiet);
         match answered {
             Some(Answered::Allowed) => outage.allowed += 1,
             Some(Answered::Denied) => outage.denied += 1,
             Some(Answered::Local) => outage.local += 1,
-            None => {}
+            None => outage.control_failing = true,
         }
         self.down.store(true, Ordering::Relaxed);
     }
 
-    /// A store call succeeded: ends the outage in progress, if any, with its story, once no
-    /// call has failed for its quiet span.
+    /// A decision's store call succeeded: ends the outage in progress, if any, with its story,
+    /// once no call has failed for [`QUIET`], unless the control loop's calls still fail.
     pub fn answered(&self, now: impl FnOnce() -> Micros) {
         if !self.is_down() {
             return;
         }
-        let now = now();
+        self.end_if_quiet(now(), false);
+    }
+
+    /// A control cycle's store calls all succeeded; `complete` unless it left out a call that
+    /// failed before (an idle cycle uploads no activity, so it says nothing of a failing
+    /// upload). A complete one clears the control loop's failure; then the outage ends as on
+    /// [`StoreOutage::answered`].
+    pub fn control_answered(&self, now: Micros, complete: bool) {
+        if self.is_down() {
+            self.end_if_quiet(now, complete);
+        }
+    }
+
+    fn end_if_quiet(&self, now: Micros, control_complete: bool) {
         let mut open = self.open.lock();
-        if open
-            .as_ref()
-            .is_some_and(|o| now.saturating_sub(o.last_failure) < o.quiet)
-        {
-            return;
+        if let Some(outage) = open.as_mut() {
+            outage.control_failing &= !control_complete;
+            if outage.control_failing || now.saturating_sub(outage.last_failure) < QUIET {
+                return;
+            }
         }
         let Some(outage) = open.take() else {
             return;
@@ -152,9 +156,8 @@ impl StoreOutage {
 
 #[cfg(test)]
 mod tests {
-    use super::{Answered, QUIET, StoreOutage, control_quiet};
+    use super::{Answered, QUIET, StoreOutage};
     use crate::store::OnError;
-    use std::time::Duration;
 
     #[test]
     fn an_outage_counts_its_answers_and_ends_once() {
@@ -166,16 +169,14 @@ mod tests {
             &"down",
             OnError::Allow,
             Some(Answered::Allowed),
-            QUIET,
         );
-        outage.failed(20, "the control loop", &"down", OnError::Allow, None, QUIET);
+        outage.failed(20, "the control loop", &"down", OnError::Allow, None);
         outage.failed(
             30,
             "a decision",
             &"down",
             OnError::Allow,
             Some(Answered::Allowed),
-            QUIET,
         );
         assert!(outage.is_down());
         let open = outage.open.lock();
@@ -193,12 +194,14 @@ mod tests {
             &"down",
             OnError::Allow,
             Some(Answered::Allowed),
-            QUIET,
         );
         outage.answered(|| 1_500_000);
         assert!(outage.is_down());
-        // ...a second without a failure does.
+        // ...nor do they a second later, since the control loop's call failed too...
         outage.answered(|| 1_600_000);
+        assert!(outage.is_down());
+        // ...until a control cycle makes all its calls, a second after the last failure.
+        outage.control_answered(1_600_000, true);
         assert!(!outage.is_down());
         assert!(outage.open.lock().is_none());
     }
@@ -206,26 +209,26 @@ mod tests {
     #[test]
     fn a_control_loop_failing_each_cycle_is_one_outage_though_decisions_work() {
         let outage = StoreOutage::new();
-        let quiet = control_quiet(Duration::from_secs(1));
-        assert_eq!(quiet, 3_000_000);
-        // Cycles 1.2 s apart on a busy host, decisions working between them.
+        // An upload refused in each busy cycle, idle cycles and decisions working between.
         for cycle in 0..10u64 {
-            let at = cycle * 1_200_000;
-            outage.failed(
-                at,
-                "the control loop",
-                &"NOPERM",
-                OnError::Local,
-                None,
-                quiet,
-            );
-            outage.answered(|| at + 1_150_000);
+            let at = cycle * 5 * QUIET;
+            outage.failed(at, "the control loop", &"NOPERM", OnError::Local, None);
+            outage.answered(|| at + 2 * QUIET);
+            outage.control_answered(at + 3 * QUIET, false);
             assert!(outage.is_down(), "ended after cycle {cycle}");
         }
-        outage.answered(|| 9 * 1_200_000 + quiet);
+        // A cycle that made every call, the upload too: over.
+        outage.control_answered(50 * QUIET, true);
         assert!(!outage.is_down());
-        // A long interval asks for a longer span; never less than a second.
-        assert_eq!(control_quiet(Duration::from_secs(10)), 30_000_000);
-        assert_eq!(control_quiet(Duration::from_millis(100)), QUIET);
+        // A decision's failure alone still ends a second after the last one.
+        outage.failed(
+            60 * QUIET,
+            "a decision",
+            &"down",
+            OnError::Local,
+            Some(Answered::Local),
+        );
+        outage.answered(|| 61 * QUIET);
+        assert!(!outage.is_down());
     }
 }

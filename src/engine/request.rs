@@ -73,7 +73,10 @@ pub fn path_of(uri: &str) -> &str {
     let end = uri.find(['?', '#']).unwrap_or(uri.len());
     let before_query = &uri[..end];
     let path = match before_query.split_once("://") {
-        Some((scheme, rest)) if is_scheme(scheme) => rest.find('/').map_or("/", |i| &rest[i..]),
+        // The host ends at `\` too, as WHATWG URL parsers read `http://h\api`.
+        Some((scheme, rest)) if is_scheme(scheme) => {
+            rest.find(['/', '\\']).map_or("/", |i| &rest[i..])
+        }
         _ => before_query,
     };
     if path.is_empty() { "/" } else { path }

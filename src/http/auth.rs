@@ -194,5 +194,7 @@ mod tests {
         assert_eq!(path_of("/api/export?u=a://b/"), "/api/export");
         assert_eq!(path_of("/proxy/http://x/y"), "/proxy/http://x/y");
         assert_eq!(path_of("/a#https://h/b"), "/a");
+        // WHATWG URL parsers end the host at a `\` too.
+        assert_eq!(path_of("http://x\\api\\export"), "\\api\\export");
     }
 }

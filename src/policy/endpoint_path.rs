@@ -27,7 +27,7 @@
 //! guessing; `normalise` still resolves it for recorded traffic (`replay`, `train`).
 //!
 //! Anything else is kept: case, other encodings such as `%3B`, a trailing slash. A path that
-//! does not start with `/` is kept as it is: no rule can match it (rule paths start with `/`),
+//! does not start with `/` (or a `\`) is kept as it is: no rule can match it (rule paths start with `/`),
 //! and normalising `a/../api/export` would root it at a rule the client never named. A path
 //! with nothing to change is borrowed, not copied: this runs on every decision.
 
@@ -94,13 +94,18 @@ impl fmt::Display for EndpointPath<'_> {
 
 /// The normal form of `path` (see the module's documentation); borrowed when it is `path`.
 pub fn normalise(path: &str) -> Cow<'_, str> {
-    if !path.starts_with('/') || is_normal(path) {
+    if !rooted(path) || is_normal(path) {
         return Cow::Borrowed(path);
     }
     Cow::Owned(resolve(
         &encoded_slashes_decoded(&backslashes_as_slashes(path)),
         EncodedSlash::Decoded,
     ))
+}
+
+/// Whether `path` starts at the root: with `/`, or a `\` that reads as one.
+fn rooted(path: &str) -> bool {
+    path.starts_with(['/', '\\'])
 }
 
 /// `path` with every `\` replaced by `/`, as WHATWG URL parsers and IIS read it.
@@ -153,7 +158,7 @@ pub enum AmbiguousPath {
 /// (`/a/.%2Fb`). Free for a path without `..` or `%2`.
 fn unambiguous(raw: &str) -> Result<(), AmbiguousPath> {
     let raw_path = &raw[..raw.find(['?', '#']).unwrap_or(raw.len())];
-    if !raw_path.starts_with('/') {
+    if !rooted(raw_path) {
         return Ok(());
     }
     let path = encoded_slashes_decoded(raw_path);

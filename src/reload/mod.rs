@@ -11,6 +11,7 @@
 //! which, with old and new values ([`changes`]).
 
 mod changes;
+mod stamps;
 mod watch;
 
 use crate::control::ModelSlot;
@@ -21,6 +22,7 @@ use crate::model::ModelError;
 use crate::policy::PolicyErrors;
 use crate::rules::{self, Rules};
 use crate::store::Backend;
+use stamps::Stamp;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
@@ -208,24 +210,34 @@ impl Reloader {
         let watcher = watch::file(&self.path, "file change", tx.clone());
         let mut watches = Watches::default();
         self.follow(&mut watches, &tx);
+        let mut policy_stamp = Stamp::new(Some(&self.path));
+        let mut model_stamp = Stamp::new(watches.model.as_deref());
         #[cfg(unix)]
         spawn_sighup(tx.clone());
         tokio::spawn(async move {
             let _watcher = watcher;
+            let mut poll = tokio::time::interval(FOLDER_POLL);
+            poll.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
             loop {
-                let trigger = if watches.awaiting_model_folder() {
-                    // No folder to watch yet (`models/` not created): look for it now and then.
-                    tokio::select! {
-                        trigger = rx.recv() => trigger,
-                        () = tokio::time::sleep(FOLDER_POLL) => {
-                            match self.model_folder_appeared(&mut watches, &tx) {
-                                true => Some("model change"),
-                                false => continue,
-                            }
+                let trigger = tokio::select! {
+                    trigger = rx.recv() => trigger,
+                    _ = poll.tick() => {
+                        let now = tokio::time::Instant::now();
+                        // No folder to watch yet (`models/` not created): look for it now and
+                        // then. A change no watch saw (the folder moved, a link out of it):
+                        // the files' identities tell.
+                        if watches.awaiting_model_folder()
+                            && self.model_folder_appeared(&mut watches, &tx)
+                        {
+                            Some("model change")
+                        } else if policy_stamp.settled_change(now) {
+                            Some("file change")
+                        } else if model_stamp.settled_change(now) {
+                            Some("model change")
+                        } else {
+                            continue;
                         }
                     }
-                } else {
-                    rx.recv().await
                 };
                 let Some(trigger) = trigger else { break };
                 // Editors write a file in several steps: let them finish, then read once.
@@ -234,6 +246,10 @@ impl Reloader {
                 while let Ok(next) = rx.try_recv() {
                     policy_too |= next != "model change";
                 }
+                if policy_too {
+                    policy_stamp.reading();
+                }
+                model_stamp.reading();
                 // Reading the file blocks: off the async workers.
                 let reloader = self.clone();
                 let outcome = tokio::task::spawn_blocking(move || {
@@ -244,8 +260,17 @@ impl Reloader {
                     }
                 })
                 .await;
+                let now = tokio::time::Instant::now();
+                match &outcome {
+                    Ok(Err(ReloadError::Policy(_))) => policy_stamp.read_failed_if_unreadable(now),
+                    Ok(Err(ReloadError::Model { .. })) => {
+                        model_stamp.read_failed_if_unreadable(now)
+                    }
+                    _ => {}
+                }
                 let model_refused = matches!(outcome, Ok(Err(ReloadError::Model { .. })));
                 let model_moved = self.follow(&mut watches, &tx);
+                model_stamp.follow(watches.model.as_deref());
                 // A model file that appeared between the refused load and the new watch raised
                 // no event the watch could see: look once more.
                 if model_refused

@@ -4,7 +4,14 @@
 //! it, and a Kubernetes ConfigMap volume never touches the file at all. There `policy.yaml` is a
 //! symlink to `..data/policy.yaml`, and an update swaps the `..data` symlink to a new folder, so
 //! an event on the name a symlink goes through counts as a change of the file.
+//!
+//! A file written in place (`cat new > policy.yaml`, a template generator) is read when its
+//! writer closes it, not at its first write: a generator that paused between two writes had
+//! half a policy applied, its endpoint rules gone until the rest came. What the watches cannot
+//! see (the folder itself replaced, a link into another folder) the poll of [`super::stamps`]
+//! finds.
 
+use notify::event::{AccessKind, AccessMode, EventKind, ModifyKind};
 use notify::{RecursiveMode, Watcher};
 use std::ffi::OsString;
 use std::path::{Component, Path};
@@ -22,7 +29,7 @@ pub(super) fn file(
     let watched = path.to_path_buf();
     let watcher = notify::recommended_watcher(move |event: notify::Result<notify::Event>| {
         let Ok(event) = event else { return };
-        if !(event.kind.is_modify() || event.kind.is_create()) {
+        if !written(&event.kind) {
             return;
         }
         // Read at each event: the file may become a symlink, or point elsewhere, later.
@@ -47,8 +54,7 @@ pub(super) fn envoy_folder(
     let folder = dir.to_path_buf();
     let watcher = notify::recommended_watcher(move |event: notify::Result<notify::Event>| {
         let Ok(event) = event else { return };
-        let changed = event.kind.is_modify() || event.kind.is_create() || event.kind.is_remove();
-        if !changed {
+        if !(written(&event.kind) || event.kind.is_remove()) {
             return;
         }
         let yaml = |p: &Path| p.extension().is_some_and(|e| e == "yaml" || e == "yml");
@@ -62,6 +68,19 @@ pub(super) fn envoy_folder(
         }
     });
     watch_folder(watcher, dir, "envoy config change")
+}
+
+/// Whether `kind` ends a write: a file created or renamed into place (a symlink swapped, an
+/// editor's save), or closed after writing. Writes themselves (`Modify(Data)`) are not: the
+/// file may be half-written; its writer's close comes next. A change of metadata alone
+/// (`chmod`) is not either.
+fn written(kind: &EventKind) -> bool {
+    matches!(
+        kind,
+        EventKind::Create(_)
+            | EventKind::Modify(ModifyKind::Name(_))
+            | EventKind::Access(AccessKind::Close(AccessMode::Write))
+    )
 }
 
 fn watch_folder(

@@ -99,6 +99,12 @@ async fn the_override_pins_the_load_factor_whatever_the_load() {
     assert_eq!(limit_of(&engine, "a", "/x", "free").await, 5);
     assert_eq!(engine.scale_factors().measured_load_factor(), 0.5);
     assert!(!log.text().contains("load factor"), "{}", log.text());
+    // Lifted, the factor the load gives is in force, and now told.
+    let mut thresholds = engine.scale_factors().thresholds();
+    thresholds.load_factor_override = None;
+    engine.scale_factors().set_thresholds(thresholds);
+    assert_eq!(control.cycle().await.load_factor, 0.5);
+    assert!(log.text().contains("load factor 0.5"), "{}", log.text());
 }
 
 #[tokio::test]

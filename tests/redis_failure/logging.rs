@@ -154,3 +154,36 @@ fn a_store_outage_is_logged_once_when_it_begins_and_once_when_it_ends() {
     assert_eq!(lines_with(&log, "store outage").len(), 2, "{log:#?}");
     assert!(daemon.stop(Duration::from_secs(10)).success());
 }
+
+/// An ACL that refuses only `RPUSH` fails the control loop's activity upload in every cycle
+/// with activity, while decisions, the lease and the reads work: with traffic now and then,
+/// that is one outage, not one per burst, until the upload works again.
+#[test]
+fn a_control_loop_refused_its_upload_between_sparse_requests_is_one_outage() {
+    let redis = RedisServer::start();
+    redis.add_user("rw", "secret");
+    let reply = redis.cli(&["ACL", "SETUSER", "rw", "-rpush"]);
+    assert_eq!(reply.trim(), "OK", "{reply}");
+    let url = redis.url().replace("redis://", "redis://rw:secret@");
+    let dir = tempfile::tempdir().unwrap();
+    let mut daemon = Daemon::start(&write_fleet_policy(dir.path(), &url), &[]);
+    let addr = daemon.addr;
+    wait_ready(addr);
+    // A request every 2 s: idle control cycles (200 ms) between them make no upload.
+    for _ in 0..4 {
+        let answer = check(addr, "alice", "/misc");
+        assert_eq!(answer.json()["degraded"], json!(false), "{}", answer.text);
+        sleep(Duration::from_millis(2000));
+    }
+    let log = daemon.drain_log().to_vec();
+    assert_eq!(lines_with(&log, "store outage began").len(), 1, "{log:#?}");
+    assert!(
+        lines_with(&log, "store outage ended").is_empty(),
+        "{log:#?}"
+    );
+
+    let reply = redis.cli(&["ACL", "SETUSER", "rw", "+rpush"]);
+    assert_eq!(reply.trim(), "OK", "{reply}");
+    check(addr, "alice", "/misc");
+    daemon.wait_for("store outage ended", Duration::from_secs(5));
+}
