@@ -88,7 +88,12 @@ async fn a_backslash_counts_as_the_slash_whatwg_parsers_read() {
     // Spelt `\` from its start, or after a host (which it ends, as in WHATWG URL parsers).
     for (endpoint, left) in [("\\api\\export", 3), ("http://h\\api\\export", 2)] {
         let reply = check(&app, json!({"user": "frank", "endpoint": endpoint})).await;
-        assert_eq!(reply.json()["remaining"], left, "{endpoint}: {}", reply.text());
+        assert_eq!(
+            reply.json()["remaining"],
+            left,
+            "{endpoint}: {}",
+            reply.text()
+        );
     }
     // An encoded backslash is no separator anywhere: it stays in its segment.
     let reply = check(&app, json!({"user": "frank", "endpoint": "/api%5Cexport"})).await;
