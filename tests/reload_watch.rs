@@ -24,7 +24,8 @@ fn a_policy_written_in_place_is_read_once_its_writer_closes_it() {
     let mut file = std::fs::File::create(&policy).unwrap();
     file.write_all(&edited.as_bytes()[..half]).unwrap();
     file.flush().unwrap();
-    std::thread::sleep(Duration::from_millis(700));
+    // Longer than a poll of the files (2 s): a file written in place is not read by it.
+    std::thread::sleep(Duration::from_millis(4500));
     file.write_all(&edited.as_bytes()[half..]).unwrap();
     drop(file);
 
@@ -65,5 +66,80 @@ fn a_policy_in_a_release_folder_swapped_in_is_reloaded() {
     std::fs::rename(dir.path().join("current.new"), dir.path().join("current")).unwrap();
     let line = daemon.wait_for("policy reloaded", Duration::from_secs(10));
     assert!(line.contains("trigger=\"file change\""), "{line}");
+    // Once, and the folder now behind the path is the one watched: an edit there is seen.
+    std::thread::sleep(Duration::from_millis(4500));
+    assert_eq!(reloads(&mut daemon), 1);
+    let release_2 = dir.path().join("releases/2/policy.yaml");
+    std::fs::write(
+        &release_2,
+        SHIPPED.replace("requests: 100,", "requests: 160,"),
+    )
+    .unwrap();
+    std::thread::sleep(Duration::from_millis(1500));
+    assert_eq!(reloads(&mut daemon), 2);
     assert!(daemon.stop(Duration::from_secs(10)).success());
+}
+
+/// A reload through the admin API right after a swap reads the new file: the 2-second check
+/// must not read it again (a second reload would undo thresholds set since).
+#[cfg(unix)]
+#[test]
+fn a_swap_reloaded_through_the_admin_api_is_not_reloaded_again() {
+    let dir = tempfile::tempdir().unwrap();
+    // No model: the admin API's answer is then the policy's alone.
+    let shipped = SHIPPED.replace("model: models/abuse.json", "model: null");
+    let conf = dir.path().join("conf");
+    std::fs::create_dir(&conf).unwrap();
+    std::fs::write(conf.join("policy.yaml"), &shipped).unwrap();
+    let token = "a long enough admin token";
+    let env = [("RATEWARDEN_ADMIN_TOKEN", token)];
+    let mut daemon = Daemon::start(&conf.join("policy.yaml"), &env);
+    let new = dir.path().join("conf.new");
+    std::fs::create_dir(&new).unwrap();
+    std::fs::write(
+        new.join("policy.yaml"),
+        shipped.replace("requests: 100,", "requests: 150,"),
+    )
+    .unwrap();
+    std::fs::rename(&conf, dir.path().join("conf.old")).unwrap();
+    std::fs::rename(&new, &conf).unwrap();
+    let bearer = format!("Bearer {token}");
+    let (status, _, body) = daemon.request(
+        "POST",
+        "/v1/admin/reload",
+        &[("Authorization", &bearer)],
+        "",
+    );
+    assert_eq!(status, 200, "{body}");
+    std::thread::sleep(Duration::from_millis(4500));
+    assert_eq!(reloads(&mut daemon), 1);
+    assert!(daemon.stop(Duration::from_secs(10)).success());
+}
+
+/// `etc/policy.yaml` links into another folder: an edit written in place there is seen.
+#[cfg(unix)]
+#[test]
+fn a_policy_linked_from_another_folder_is_reloaded_when_written_there() {
+    let dir = tempfile::tempdir().unwrap();
+    let (etc, srv) = (dir.path().join("etc"), dir.path().join("srv"));
+    std::fs::create_dir_all(&etc).unwrap();
+    std::fs::create_dir_all(&srv).unwrap();
+    std::fs::write(srv.join("policy.yaml"), SHIPPED).unwrap();
+    std::os::unix::fs::symlink(srv.join("policy.yaml"), etc.join("policy.yaml")).unwrap();
+    let mut daemon = Daemon::start(&etc.join("policy.yaml"), &[]);
+    daemon.wait_for("ratewarden listening", Duration::from_secs(1));
+    std::fs::write(
+        srv.join("policy.yaml"),
+        SHIPPED.replace("requests: 100,", "requests: 150,"),
+    )
+    .unwrap();
+    std::thread::sleep(Duration::from_millis(1500));
+    assert_eq!(reloads(&mut daemon), 1);
+    assert!(daemon.stop(Duration::from_secs(10)).success());
+}
+
+/// The "policy reloaded" lines so far.
+fn reloads(daemon: &mut Daemon) -> usize {
+    let log = daemon.drain_log();
+    log.iter().filter(|l| l.contains("policy reloaded")).count()
 }

@@ -71,6 +71,9 @@ impl FleetControl {
     pub fn step_down(&mut self) {
         self.leader = false;
         self.window = None;
+        // The loop makes no store call now: a failure it met must not hold an outage open.
+        self.upload_failing = false;
+        self.outage.control_stopped();
     }
 
     /// One cycle's shared part; `None` when the store failed (the last standings stay). A

@@ -126,6 +126,14 @@ impl StoreOutage {
         }
     }
 
+    /// The control loop stopped calling the store (no model: fleet mode is off): a failure of
+    /// its calls no longer holds the outage open, which decisions' answers can then end.
+    pub fn control_stopped(&self) {
+        if let Some(outage) = self.open.lock().as_mut() {
+            outage.control_failing = false;
+        }
+    }
+
     fn end_if_quiet(&self, now: Micros, control_complete: bool) {
         let mut open = self.open.lock();
         if let Some(outage) = open.as_mut() {
@@ -219,6 +227,19 @@ mod tests {
         }
         // A cycle that made every call, the upload too: over.
         outage.control_answered(50 * QUIET, true);
+        assert!(!outage.is_down());
+        // Nor once the control loop stops calling the store (its model unloaded).
+        outage.failed(
+            52 * QUIET,
+            "the control loop",
+            &"down",
+            OnError::Local,
+            None,
+        );
+        outage.answered(|| 54 * QUIET);
+        assert!(outage.is_down());
+        outage.control_stopped();
+        outage.answered(|| 55 * QUIET);
         assert!(!outage.is_down());
         // A decision's failure alone still ends a second after the last one.
         outage.failed(

@@ -22,7 +22,7 @@ use crate::model::ModelError;
 use crate::policy::PolicyErrors;
 use crate::rules::{self, Rules};
 use crate::store::Backend;
-use stamps::Stamp;
+use stamps::{Stamp, Stamps};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
@@ -113,16 +113,23 @@ pub struct Reloader {
     model: Arc<ModelSlot>,
     /// One reload at a time: two concurrent ones could otherwise install the older file last.
     serial: Arc<parking_lot::Mutex<()>>,
+    /// The files as last read, by whichever reload: what the watch task's poll compares.
+    stamps: Arc<parking_lot::Mutex<Stamps>>,
 }
 
 impl Reloader {
     pub fn new(path: PathBuf, engine: Arc<Engine>, model: Arc<ModelSlot>) -> Self {
+        let stamps = Stamps {
+            policy: Stamp::new(Some(&path)),
+            model: Stamp::new(engine.policy().adaptive.anomaly.model.as_deref()),
+        };
         Self {
             path,
             envoy_config: None,
             engine,
             model,
             serial: Arc::default(),
+            stamps: Arc::new(parking_lot::Mutex::new(stamps)),
         }
     }
 
@@ -152,6 +159,7 @@ impl Reloader {
     /// one stays in force.
     pub fn reload(&self, trigger: &str) -> Result<(), ReloadError> {
         let _one_at_a_time = self.serial.lock();
+        self.stamps.lock().policy.reading();
         self.reload_policy(trigger).map_err(ReloadError::Policy)?;
         self.reload_model_locked()
     }
@@ -164,6 +172,11 @@ impl Reloader {
 
     fn reload_model_locked(&self) -> Result<(), ReloadError> {
         let path = self.engine.policy().adaptive.anomaly.model.clone();
+        {
+            let mut stamps = self.stamps.lock();
+            stamps.model.follow(path.as_deref());
+            stamps.model.reading();
+        }
         self.model
             .load(path.as_deref())
             .map_err(|error| ReloadError::Model {
@@ -207,15 +220,12 @@ impl Reloader {
     /// returns (so a change right after start-up is not missed); reloads run on a task.
     pub fn spawn_watch(self) {
         let (tx, mut rx) = mpsc::channel::<&'static str>(16);
-        let watcher = watch::file(&self.path, "file change", tx.clone());
+        let mut _watcher = watch::file(&self.path, "file change", tx.clone());
         let mut watches = Watches::default();
         self.follow(&mut watches, &tx);
-        let mut policy_stamp = Stamp::new(Some(&self.path));
-        let mut model_stamp = Stamp::new(watches.model.as_deref());
         #[cfg(unix)]
         spawn_sighup(tx.clone());
         tokio::spawn(async move {
-            let _watcher = watcher;
             let mut poll = tokio::time::interval(FOLDER_POLL);
             poll.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
             loop {
@@ -230,12 +240,23 @@ impl Reloader {
                             && self.model_folder_appeared(&mut watches, &tx)
                         {
                             Some("model change")
-                        } else if policy_stamp.settled_change(now) {
-                            Some("file change")
-                        } else if model_stamp.settled_change(now) {
-                            Some("model change")
                         } else {
-                            continue;
+                            let (policy, model) = {
+                                let mut stamps = self.stamps.lock();
+                                (stamps.policy.settled_change(now), stamps.model.settled_change(now))
+                            };
+                            if !(policy || model) {
+                                continue;
+                            }
+                            // Another file behind the path: its folder may be another one too.
+                            if policy {
+                                _watcher = watch::file(&self.path, "file change", tx.clone());
+                            }
+                            if model {
+                                watches.model = None;
+                                self.follow(&mut watches, &tx);
+                            }
+                            Some(if policy { "file change" } else { "model change" })
                         }
                     }
                 };
@@ -246,10 +267,6 @@ impl Reloader {
                 while let Ok(next) = rx.try_recv() {
                     policy_too |= next != "model change";
                 }
-                if policy_too {
-                    policy_stamp.reading();
-                }
-                model_stamp.reading();
                 // Reading the file blocks: off the async workers.
                 let reloader = self.clone();
                 let outcome = tokio::task::spawn_blocking(move || {
@@ -262,15 +279,16 @@ impl Reloader {
                 .await;
                 let now = tokio::time::Instant::now();
                 match &outcome {
-                    Ok(Err(ReloadError::Policy(_))) => policy_stamp.read_failed_if_unreadable(now),
+                    Ok(Err(ReloadError::Policy(_))) => {
+                        self.stamps.lock().policy.read_failed_if_unreadable(now)
+                    }
                     Ok(Err(ReloadError::Model { .. })) => {
-                        model_stamp.read_failed_if_unreadable(now)
+                        self.stamps.lock().model.read_failed_if_unreadable(now)
                     }
                     _ => {}
                 }
                 let model_refused = matches!(outcome, Ok(Err(ReloadError::Model { .. })));
                 let model_moved = self.follow(&mut watches, &tx);
-                model_stamp.follow(watches.model.as_deref());
                 // A model file that appeared between the refused load and the new watch raised
                 // no event the watch could see: look once more.
                 if model_refused

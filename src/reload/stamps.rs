@@ -1,12 +1,13 @@
 //! What the policy and model files were when last read, compared every couple of seconds:
 //! the reload trigger of last resort, for changes the folder watches cannot see.
 //!
-//! A watch is on a folder as it was at start-up: a folder renamed or replaced (a release
-//! directory swapped in, `mv conf conf.old && mv conf.new conf`), a file that is a symlink into
-//! another folder, or a filesystem without inotify events (NFS) changes the file with no event
-//! here. So the files' identities (device, inode, size, modification time, through symlinks)
-//! are compared with the ones read last; a new one that has stayed the same for a whole poll
-//! (so a file still being written is not read half-way) triggers a reload. A read that failed
+//! A watch is on a folder as it was when the watch was made: a folder renamed or replaced (a
+//! release directory swapped in, `mv conf conf.old && mv conf.new conf`) puts another file
+//! behind the path with no event here. So each poll compares the file the path leads to
+//! (device and inode, through symlinks) with the one read last; another file, the same for a
+//! whole poll, triggers a reload (and the watches are made again, on the folder now there).
+//! Only a new file counts: one written in place keeps its inode, and is read when its writer
+//! closes it (the watch's event), never half-way because a writer paused. A read that failed
 //! for want of file descriptors or memory is tried again a poll later, any other failed read
 //! once a minute: a file that cannot be read does not flood the log with its refusal.
 
@@ -25,6 +26,14 @@ struct Identity {
     inode: u64,
     len: u64,
     modified: Option<SystemTime>,
+}
+
+/// Whether `a` and `b` are the same file, whatever was written to it since.
+fn same_file(a: Option<Identity>, b: Option<Identity>) -> bool {
+    match (a, b) {
+        (Some(a), Some(b)) => (a.device, a.inode) == (b.device, b.inode),
+        _ => false,
+    }
 }
 
 impl Identity {
@@ -103,8 +112,9 @@ impl Stamp {
         });
     }
 
-    /// Polls the file: true when it changed since it was read and has stayed so since the
-    /// last poll (a missing file is no change: the loaded one stays in force).
+    /// Polls the file: true when the path leads to another file than the one read (or to one
+    /// whose read failed), unchanged since the last poll (a missing file is no change: the
+    /// loaded one stays in force).
     pub(super) fn settled_change(&mut self, now: Instant) -> bool {
         let Some(path) = self.path.as_deref() else {
             return false;
@@ -112,8 +122,16 @@ impl Stamp {
         let current = Identity::of(path);
         let settled = current.is_some() && current == self.polled;
         self.polled = current;
-        settled && current != self.read && self.retry_at.is_none_or(|at| now >= at)
+        settled && !same_file(current, self.read) && self.retry_at.is_none_or(|at| now >= at)
     }
+}
+
+/// The policy's and the model's stamps, shared by every way a reload starts (file change,
+/// SIGHUP, the admin API), so a file one of them read is not read again by the poll.
+#[derive(Debug)]
+pub(super) struct Stamps {
+    pub(super) policy: Stamp,
+    pub(super) model: Stamp,
 }
 
 /// Whether a read error is worth trying again at once: the process or the system ran out of
@@ -130,7 +148,7 @@ mod tests {
     use super::*;
 
     #[test]
-    fn a_change_triggers_once_it_has_settled_for_a_poll() {
+    fn another_file_triggers_once_it_has_settled_for_a_poll() {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("policy.yaml");
         std::fs::write(&path, "a").unwrap();
@@ -139,10 +157,17 @@ mod tests {
         assert!(!stamp.settled_change(now), "unchanged");
         std::fs::write(&path, "ab").unwrap();
         assert!(
-            !stamp.settled_change(now),
-            "just changed: may still be written"
+            !stamp.settled_change(now) && !stamp.settled_change(now),
+            "written in place: the watch reads it when its writer closes it"
         );
-        assert!(stamp.settled_change(now), "the same a poll later");
+        let new = dir.path().join("new.yaml");
+        std::fs::write(&new, "abc").unwrap();
+        std::fs::rename(&new, &path).unwrap();
+        assert!(!stamp.settled_change(now), "just renamed: wait a poll");
+        assert!(
+            stamp.settled_change(now),
+            "another file, the same a poll later"
+        );
         stamp.reading();
         assert!(!stamp.settled_change(now), "read");
         std::fs::remove_file(&path).unwrap();

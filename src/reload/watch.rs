@@ -17,8 +17,8 @@ use std::ffi::OsString;
 use std::path::{Component, Path};
 use tokio::sync::mpsc;
 
-/// Watches `path` (and, when it is a symlink, the name it goes through) for changes; sends
-/// `trigger` on each.
+/// Watches `path` (and, when it is a symlink, the name it goes through, and the file it leads
+/// to in its own folder) for changes; sends `trigger` on each.
 pub(super) fn file(
     path: &Path,
     trigger: &'static str,
@@ -27,6 +27,15 @@ pub(super) fn file(
     let file_name = path.file_name()?.to_owned();
     let dir = folder_of(path).to_path_buf();
     let watched = path.to_path_buf();
+    // A symlink into another folder (`/etc/rw.yaml -> /srv/rw/policy.yaml`): the target's
+    // own folder is watched too, or a change written there in place would go unseen.
+    let target = std::fs::canonicalize(path)
+        .ok()
+        .filter(|target| std::fs::canonicalize(&dir).ok().as_deref() != target.parent());
+    let target_name = target
+        .as_ref()
+        .and_then(|t| t.file_name())
+        .map(ToOwned::to_owned);
     let watcher = notify::recommended_watcher(move |event: notify::Result<notify::Event>| {
         let Ok(event) = event else { return };
         if !written(&event.kind) {
@@ -35,14 +44,21 @@ pub(super) fn file(
         // Read at each event: the file may become a symlink, or point elsewhere, later.
         let through = link_head(&watched);
         let ours = event.paths.iter().any(|p| {
-            p.file_name()
-                .is_some_and(|n| n == file_name || through.as_deref() == Some(n))
+            p.file_name().is_some_and(|n| {
+                n == file_name || through.as_deref() == Some(n) || target_name.as_deref() == Some(n)
+            })
         });
         if ours {
             let _ = tx.try_send(trigger);
         }
     });
-    watch_folder(watcher, &dir, trigger)
+    let mut watcher = watch_folder(watcher, &dir, trigger)?;
+    if let Some(target_dir) = target.as_deref().and_then(Path::parent) {
+        if let Err(error) = watcher.watch(target_dir, RecursiveMode::NonRecursive) {
+            tracing::warn!(%error, dir = %target_dir.display(), "cannot watch the folder a symlink leads to; changes there are found within 4 s");
+        }
+    }
+    Some(watcher)
 }
 
 /// Watches an envoyproxy/ratelimit folder for changes of its YAML files, or of a name one of
@@ -71,14 +87,14 @@ pub(super) fn envoy_folder(
 }
 
 /// Whether `kind` ends a write: a file created or renamed into place (a symlink swapped, an
-/// editor's save), or closed after writing. Writes themselves (`Modify(Data)`) are not: the
-/// file may be half-written; its writer's close comes next. A change of metadata alone
-/// (`chmod`) is not either.
+/// editor's save), closed after writing, or given new permissions (a `chmod` that lets a
+/// refused file be read). Writes themselves (`Modify(Data)`) are not: the file may be
+/// half-written; its writer's close comes next.
 fn written(kind: &EventKind) -> bool {
     matches!(
         kind,
         EventKind::Create(_)
-            | EventKind::Modify(ModifyKind::Name(_))
+            | EventKind::Modify(ModifyKind::Name(_) | ModifyKind::Metadata(_))
             | EventKind::Access(AccessKind::Close(AccessMode::Write))
     )
 }
