@@ -45,6 +45,28 @@ fn a_policy_written_in_place_is_read_once_its_writer_closes_it() {
     assert!(daemon.stop(Duration::from_secs(10)).success());
 }
 
+/// `rm policy.yaml && generate > policy.yaml` (or `install`): the file is created, then written
+/// slowly, and read once, when its writer closes it.
+#[test]
+fn a_policy_created_anew_by_a_slow_writer_is_read_once_it_is_closed() {
+    let dir = tempfile::tempdir().unwrap();
+    let policy = dir.path().join("policy.yaml");
+    std::fs::write(&policy, SHIPPED).unwrap();
+    let mut daemon = Daemon::start(&policy, &[]);
+    std::fs::remove_file(&policy).unwrap();
+    let edited = SHIPPED.replace("requests: 100,", "requests: 150,");
+    let half = edited.find("endpoints:").unwrap();
+    let mut file = std::fs::File::create(&policy).unwrap();
+    file.write_all(&edited.as_bytes()[..half]).unwrap();
+    file.flush().unwrap();
+    std::thread::sleep(Duration::from_millis(2500));
+    file.write_all(&edited.as_bytes()[half..]).unwrap();
+    drop(file);
+    std::thread::sleep(Duration::from_millis(1500));
+    assert_eq!(reloads(&mut daemon), 1);
+    assert!(daemon.stop(Duration::from_secs(10)).success());
+}
+
 /// `current` links to `releases/1`; a deployment writes `releases/2` and swaps the link, so the
 /// folder the daemon watches (`releases/1`) never changes.
 #[cfg(unix)]
@@ -81,7 +103,8 @@ fn a_policy_in_a_release_folder_swapped_in_is_reloaded() {
 }
 
 /// A reload through the admin API right after a swap reads the new file: the 2-second check
-/// must not read it again (a second reload would undo thresholds set since).
+/// must not read it again (a second reload would undo thresholds set since), but the watch
+/// must move to the new folder.
 #[cfg(unix)]
 #[test]
 fn a_swap_reloaded_through_the_admin_api_is_not_reloaded_again() {
@@ -113,6 +136,17 @@ fn a_swap_reloaded_through_the_admin_api_is_not_reloaded_again() {
     assert_eq!(status, 200, "{body}");
     std::thread::sleep(Duration::from_millis(4500));
     assert_eq!(reloads(&mut daemon), 1);
+    // The watch moved to the folder now behind the path: an edit there is seen...
+    let policy = conf.join("policy.yaml");
+    std::fs::write(&policy, shipped.replace("requests: 100,", "requests: 170,")).unwrap();
+    std::thread::sleep(Duration::from_millis(1500));
+    assert_eq!(reloads(&mut daemon), 2);
+    // ...and new permissions of a file read fine are no reason to read it again (a reload
+    // resets thresholds set through the admin API).
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(&policy, std::fs::Permissions::from_mode(0o640)).unwrap();
+    std::thread::sleep(Duration::from_millis(1500));
+    assert_eq!(reloads(&mut daemon), 2);
     assert!(daemon.stop(Duration::from_secs(10)).success());
 }
 

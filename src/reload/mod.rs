@@ -220,7 +220,7 @@ impl Reloader {
     /// returns (so a change right after start-up is not missed); reloads run on a task.
     pub fn spawn_watch(self) {
         let (tx, mut rx) = mpsc::channel::<&'static str>(16);
-        let mut _watcher = watch::file(&self.path, "file change", tx.clone());
+        let mut _watcher = watch::file(&self.path, POLICY_CHANGE, POLICY_ATTRIBUTES, tx.clone());
         let mut watches = Watches::default();
         self.follow(&mut watches, &tx);
         #[cfg(unix)]
@@ -239,33 +239,56 @@ impl Reloader {
                         if watches.awaiting_model_folder()
                             && self.model_folder_appeared(&mut watches, &tx)
                         {
-                            Some("model change")
+                            Some(MODEL_CHANGE)
                         } else {
-                            let (policy, model) = {
+                            let (policy_moved, model_moved, policy, model) = {
                                 let mut stamps = self.stamps.lock();
-                                (stamps.policy.settled_change(now), stamps.model.settled_change(now))
+                                (
+                                    stamps.policy.moved_from_watch(),
+                                    stamps.model.moved_from_watch(),
+                                    stamps.policy.settled_change(now),
+                                    stamps.model.settled_change(now),
+                                )
                             };
-                            if !(policy || model) {
-                                continue;
+                            // Another file behind the path (read by a reload already, or to
+                            // be read now): its folder may be another one too.
+                            if policy_moved {
+                                _watcher = watch::file(
+                                    &self.path,
+                                    POLICY_CHANGE,
+                                    POLICY_ATTRIBUTES,
+                                    tx.clone(),
+                                );
                             }
-                            // Another file behind the path: its folder may be another one too.
-                            if policy {
-                                _watcher = watch::file(&self.path, "file change", tx.clone());
-                            }
-                            if model {
+                            if model_moved {
                                 watches.model = None;
                                 self.follow(&mut watches, &tx);
                             }
-                            Some(if policy { "file change" } else { "model change" })
+                            match (policy, model) {
+                                (true, _) => Some(POLICY_CHANGE),
+                                (false, true) => Some(MODEL_CHANGE),
+                                (false, false) => continue,
+                            }
                         }
                     }
                 };
                 let Some(trigger) = trigger else { break };
+                // New permissions matter only to a file that could not be read: a reload for
+                // every `touch` would reset the thresholds set through the admin API.
+                let trigger = match trigger {
+                    POLICY_ATTRIBUTES if self.stamps.lock().policy.read_failed_last() => {
+                        POLICY_CHANGE
+                    }
+                    MODEL_ATTRIBUTES if self.stamps.lock().model.read_failed_last() => MODEL_CHANGE,
+                    POLICY_ATTRIBUTES | MODEL_ATTRIBUTES => continue,
+                    trigger => trigger,
+                };
                 // Editors write a file in several steps: let them finish, then read once.
                 tokio::time::sleep(Duration::from_millis(100)).await;
-                let mut policy_too = trigger != "model change";
+                let mut policy_too = trigger != MODEL_CHANGE;
                 while let Ok(next) = rx.try_recv() {
-                    policy_too |= next != "model change";
+                    policy_too |=
+                        !matches!(next, MODEL_CHANGE | MODEL_ATTRIBUTES | POLICY_ATTRIBUTES);
                 }
                 // Reading the file blocks: off the async workers.
                 let reloader = self.clone();
@@ -295,7 +318,7 @@ impl Reloader {
                     && model_moved
                     && watches.model.as_deref().is_some_and(Path::exists)
                 {
-                    let _ = tx.try_send("model change");
+                    let _ = tx.try_send(MODEL_CHANGE);
                 }
             }
         });
@@ -329,7 +352,7 @@ impl Reloader {
         if model_moved {
             watches.model_watcher = model
                 .as_deref()
-                .and_then(|model| watch::file(model, "model change", tx.clone()));
+                .and_then(|model| watch::file(model, MODEL_CHANGE, MODEL_ATTRIBUTES, tx.clone()));
             watches.model_folder_missing = watches.model_watcher.is_none()
                 && model
                     .as_deref()
@@ -364,6 +387,13 @@ struct Watches {
     envoy_watcher: Option<notify::RecommendedWatcher>,
     model_folder_missing: bool,
 }
+
+/// What the watches and the poll send the reload task: the trigger a reload logs, or that a
+/// file's permissions changed (a reload only if its last read failed).
+const POLICY_CHANGE: &str = "file change";
+const POLICY_ATTRIBUTES: &str = "file permissions change";
+const MODEL_CHANGE: &str = "model change";
+const MODEL_ATTRIBUTES: &str = "model permissions change";
 
 /// How often a model folder that does not exist yet is looked for.
 const FOLDER_POLL: Duration = Duration::from_secs(2);

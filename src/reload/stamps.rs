@@ -61,6 +61,8 @@ pub(super) struct Stamp {
     path: Option<PathBuf>,
     polled: Option<Identity>,
     read: Option<Identity>,
+    /// The file the folder watches were made for.
+    watched: Option<Identity>,
     /// After a failed read: when to try the file again.
     retry_at: Option<Instant>,
 }
@@ -73,6 +75,7 @@ impl Stamp {
             path: path.map(Path::to_path_buf),
             polled: read,
             read,
+            watched: read,
             retry_at: None,
         }
     }
@@ -88,6 +91,25 @@ impl Stamp {
     pub(super) fn reading(&mut self) {
         self.read = self.path.as_deref().and_then(Identity::of);
         self.retry_at = None;
+    }
+
+    /// Whether the last read failed (a change of the file's permissions may let it be read).
+    pub(super) fn read_failed_last(&self) -> bool {
+        self.retry_at.is_some()
+    }
+
+    /// True once when the path leads to another file than the one the watches were made for
+    /// (a reload read it, or the poll will): they are to be made again, on its folder.
+    pub(super) fn moved_from_watch(&mut self) -> bool {
+        let Some(path) = self.path.as_deref() else {
+            return false;
+        };
+        let current = Identity::of(path);
+        if current.is_none() || same_file(current, self.watched) {
+            return false;
+        }
+        self.watched = current;
+        true
     }
 
     /// The file was refused: when it cannot be opened now, the read failed rather than its

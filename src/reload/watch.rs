@@ -18,43 +18,60 @@ use std::path::{Component, Path};
 use tokio::sync::mpsc;
 
 /// Watches `path` (and, when it is a symlink, the name it goes through, and the file it leads
-/// to in its own folder) for changes; sends `trigger` on each.
+/// to in its own folder) for changes; sends `trigger` when it was written, `attributes` when
+/// only its permissions or owner changed.
 pub(super) fn file(
     path: &Path,
     trigger: &'static str,
+    attributes: &'static str,
     tx: mpsc::Sender<&'static str>,
 ) -> Option<notify::RecommendedWatcher> {
     let file_name = path.file_name()?.to_owned();
     let dir = folder_of(path).to_path_buf();
     let watched = path.to_path_buf();
     // A symlink into another folder (`/etc/rw.yaml -> /srv/rw/policy.yaml`): the target's
-    // own folder is watched too, or a change written there in place would go unseen.
-    let target = std::fs::canonicalize(path)
-        .ok()
-        .filter(|target| std::fs::canonicalize(&dir).ok().as_deref() != target.parent());
+    // own folder is watched too, or a change written there in place would go unseen. Not for
+    // a link through a symlinked name of its own folder (a ConfigMap's `..data`): its swaps
+    // are seen on that name, and the folder it leads to is deleted after each.
+    let through_link = link_head(path).is_some_and(|head| dir.join(head).is_symlink());
+    let target = std::fs::canonicalize(path).ok().filter(|target| {
+        !through_link && std::fs::canonicalize(&dir).ok().as_deref() != target.parent()
+    });
+    let target_dir = target
+        .as_deref()
+        .and_then(Path::parent)
+        .map(Path::to_path_buf);
     let target_name = target
         .as_ref()
         .and_then(|t| t.file_name())
         .map(ToOwned::to_owned);
+    let in_target = target_dir.clone();
     let watcher = notify::recommended_watcher(move |event: notify::Result<notify::Event>| {
         let Ok(event) = event else { return };
-        if !written(&event.kind) {
+        let Some(change) = change(&event) else {
             return;
-        }
+        };
         // Read at each event: the file may become a symlink, or point elsewhere, later.
         let through = link_head(&watched);
         let ours = event.paths.iter().any(|p| {
-            p.file_name().is_some_and(|n| {
-                n == file_name || through.as_deref() == Some(n) || target_name.as_deref() == Some(n)
-            })
+            let Some(name) = p.file_name() else {
+                return false;
+            };
+            match in_target.is_some() && p.parent() == in_target.as_deref() {
+                true => target_name.as_deref() == Some(name),
+                false => name == file_name || through.as_deref() == Some(name),
+            }
         });
         if ours {
-            let _ = tx.try_send(trigger);
+            let _ = tx.try_send(match change {
+                Change::Written => trigger,
+                Change::Attributes => attributes,
+            });
         }
     });
     let mut watcher = watch_folder(watcher, &dir, trigger)?;
-    if let Some(target_dir) = target.as_deref().and_then(Path::parent) {
-        if let Err(error) = watcher.watch(target_dir, RecursiveMode::NonRecursive) {
+    if let Some(target_dir) = target_dir {
+        if let Err(error) = watcher.watch(&target_dir, RecursiveMode::NonRecursive) {
             tracing::warn!(%error, dir = %target_dir.display(), "cannot watch the folder a symlink leads to; changes there are found within 4 s");
         }
     }
@@ -70,7 +87,7 @@ pub(super) fn envoy_folder(
     let folder = dir.to_path_buf();
     let watcher = notify::recommended_watcher(move |event: notify::Result<notify::Event>| {
         let Ok(event) = event else { return };
-        if !(written(&event.kind) || event.kind.is_remove()) {
+        if !(change(&event) == Some(Change::Written) || event.kind.is_remove()) {
             return;
         }
         let yaml = |p: &Path| p.extension().is_some_and(|e| e == "yaml" || e == "yml");
@@ -86,17 +103,31 @@ pub(super) fn envoy_folder(
     watch_folder(watcher, dir, "envoy config change")
 }
 
-/// Whether `kind` ends a write: a file created or renamed into place (a symlink swapped, an
-/// editor's save), closed after writing, or given new permissions (a `chmod` that lets a
-/// refused file be read). Writes themselves (`Modify(Data)`) are not: the file may be
-/// half-written; its writer's close comes next.
-fn written(kind: &EventKind) -> bool {
-    matches!(
-        kind,
-        EventKind::Create(_)
-            | EventKind::Modify(ModifyKind::Name(_) | ModifyKind::Metadata(_))
-            | EventKind::Access(AccessKind::Close(AccessMode::Write))
-    )
+/// What an event tells of a file.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Change {
+    /// Its writing is done: renamed into place (a symlink swapped, an editor's save), closed
+    /// after writing, or created as a symlink or folder (which nobody writes).
+    Written,
+    /// Its permissions, owner or times changed (a `chmod` that lets a refused file be read).
+    Attributes,
+}
+
+/// What `event` tells, if anything. Writes themselves (`Modify(Data)`) and the creation of a
+/// regular file tell nothing yet: the file may be half-written, and its writer's close comes
+/// next.
+fn change(event: &notify::Event) -> Option<Change> {
+    match event.kind {
+        EventKind::Modify(ModifyKind::Name(_))
+        | EventKind::Access(AccessKind::Close(AccessMode::Write)) => Some(Change::Written),
+        EventKind::Modify(ModifyKind::Metadata(_)) => Some(Change::Attributes),
+        EventKind::Create(_) => event
+            .paths
+            .iter()
+            .any(|p| std::fs::symlink_metadata(p).is_ok_and(|m| !m.is_file()))
+            .then_some(Change::Written),
+        _ => None,
+    }
 }
 
 fn watch_folder(
