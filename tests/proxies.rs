@@ -187,6 +187,15 @@ fn undecidable_is_400(proxy: &Proxy, upstream: &Upstream) {
          where dot-segments are removed (nginx, Go) but not where the path is routed as sent \
          (Express); send the path without `..`"
     );
+    // An export to Caddy's file_server and Python's http.server, `/api/export/` to nginx.
+    let reply = proxy.get("/api/export/%2e", "k");
+    let problem = refused_before_upstream(proxy, upstream, &reply, 400);
+    assert_eq!(
+        problem["detail"],
+        "the requested path: the path is ambiguous: its final `.` segment makes it \
+         \"/api/export/\" (nginx, RFC 3986) and \"/api/export\" (Go's path.Clean, Python's \
+         http.server); send the one you mean"
+    );
     let key = "k".repeat(513);
     let reply = proxy.get("/api/export", &key);
     assert_eq!(

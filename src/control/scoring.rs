@@ -65,7 +65,7 @@ impl BegunFlag {
             .map(|(f, c)| format!("{f} {c:+.2}"))
             .collect();
         tracing::info!(
-            subject = %format_args!("{:016x}", self.subject.0),
+            subject = %self.subject,
             score = %format_args!("{:.3}", self.score),
             model = %self.model_version,
             "subject flagged; top features (logit contributions): {}",
@@ -165,7 +165,7 @@ impl NovelSubjects {
                 .map(|c| c.feature)
                 .collect();
             tracing::info!(
-                subject = %format_args!("{:016x}", subject.0),
+                subject = %subject,
                 model = %model.version(),
                 "subject novel: outside the model's training range in {}; its score alone flags nothing",
                 outside.join(", ")

@@ -24,7 +24,9 @@
 //! `/api/export/`, and RFC 3986 and Go part again after an empty segment (`/api//../export`).
 //! Which one the backend does cannot be known here, and browsers and HTTP libraries never send
 //! a `..`, so the adapters refuse every path with one ([`EndpointPath::parse`]) instead of
-//! guessing; `normalise` still resolves it for recorded traffic (`replay`, `train`).
+//! guessing; `normalise` still resolves it for recorded traffic (`replay`, `train`). A final
+//! `.` segment parts them too (`/api/export/.` is `/api/export/` to nginx and the RFC,
+//! `/api/export` to Go's `path.Clean` and Python), and is refused alike.
 //!
 //! Anything else is kept: case, other encodings such as `%3B`, a trailing slash. A path that
 //! does not start with `/` (or a `\`) is kept as it is: no rule can match it (rule paths start with `/`),
@@ -149,13 +151,25 @@ pub enum AmbiguousPath {
         /// Its normal form with `%2F` kept inside its segment.
         encoded: String,
     },
+    #[error(
+        "the path is ambiguous: its final `.` segment makes it {with_slash:?} (nginx, RFC 3986) \
+         and {without:?} (Go's path.Clean, Python's http.server); send the one you mean"
+    )]
+    FinalDotSegment {
+        /// The path's normal form here: the `.` removed, its `/` kept.
+        with_slash: String,
+        /// The same without its final `/`.
+        without: String,
+    },
 }
 
 /// `Ok` unless `raw`'s path (before any query or fragment) reads as two endpoints: a `..`
 /// segment in any spelling (`/api/export/../x` is `/api/x` to nginx and Go, and under
 /// `/api/export/` to a backend routing the raw path: a prefix rule must not be dodged either
-/// way; `..;x` and `..\x` too), or a `%2F` that makes or removes a segment when read as `/`
-/// (`/a/.%2Fb`). Free for a path without `..` or `%2`.
+/// way; `..;x` and `..\x` too), a `%2F` that makes or removes a segment when read as `/`
+/// (`/a/.%2Fb`), or a final `.` segment (`/api/export/.` is `/api/export/` to nginx and the
+/// RFC, `/api/export` to Go's `path.Clean` and Python's `http.server`: an exact rule on one and
+/// a prefix rule on the other must not be dodged either way).
 fn unambiguous(raw: &str) -> Result<(), AmbiguousPath> {
     let raw_path = &raw[..raw.find(['?', '#']).unwrap_or(raw.len())];
     if !rooted(raw_path) {
@@ -180,7 +194,22 @@ fn unambiguous(raw: &str) -> Result<(), AmbiguousPath> {
             readers: dot_dot_readers(&path),
         });
     }
+    if path.rsplit(['/', '\\']).next().is_some_and(is_dot) {
+        let with_slash = normalise(&path).into_owned();
+        let without = with_slash.trim_end_matches('/');
+        if !without.is_empty() {
+            return Err(AmbiguousPath::FinalDotSegment {
+                without: without.to_owned(),
+                with_slash,
+            });
+        }
+    }
     Ok(())
+}
+
+/// Whether `segment` is `.` once percent-normalised (`%2e` too).
+fn is_dot(segment: &str) -> bool {
+    segment == "." || segment.eq_ignore_ascii_case("%2e")
 }
 
 /// Who reads the spellings of `..` in `path` (which holds one) as dot-segments: a plain or

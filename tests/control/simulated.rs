@@ -3,6 +3,7 @@
 //! and users behind a shared NAT address are never flagged.
 
 use super::cycle::Scripted;
+use crate::common::logs::Captured;
 use ratewarden::clock::ManualClock;
 use ratewarden::control::{ControlLoop, ModelSlot};
 use ratewarden::engine::{CheckRequest, Engine, Outcome, Reason, SubjectHasher};
@@ -15,6 +16,8 @@ use std::time::Duration;
 
 #[tokio::test]
 async fn the_shipped_model_flags_abusers_and_never_pollers_or_nat_users() {
+    let log = Captured::default();
+    let _guard = log.start();
     let root = Path::new(env!("CARGO_MANIFEST_DIR"));
     let policy =
         ratewarden::rules::load_policy(&root.join("ratewarden.yaml")).expect("the example policy");
@@ -149,6 +152,34 @@ async fn the_shipped_model_flags_abusers_and_never_pollers_or_nat_users() {
         "at least 70 % of the abusers scored were flagged"
     );
     assert!(anomaly_denials > 0, "flagged abusers' limits shrank");
+    // Each flag's line names the subject as the admin API does: 32 hex digits, leading zeros
+    // kept (seed and secret give one flagged subject whose hash starts with 0).
+    let hashes: HashMap<String, &String> =
+        by_hash.iter().map(|(h, u)| (h.to_string(), u)).collect();
+    let named: Vec<String> = log
+        .lines()
+        .iter()
+        .filter(|line| line.contains("subject flagged; top features"))
+        .filter_map(|line| {
+            Some(
+                line.split(" subject=")
+                    .nth(1)?
+                    .split(' ')
+                    .next()?
+                    .to_owned(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        named.len(),
+        flags_begun(&engine) as usize,
+        "{:#?}",
+        log.lines()
+    );
+    for subject in &named {
+        assert!(hashes.contains_key(subject), "{subject} names no subject");
+    }
+    assert!(named.iter().any(|s| s.starts_with('0')), "{named:?}");
 
     admin_actions_reach_the_control_loop(&engine, &mut control, &clock, next_cycle, interval_us)
         .await;

@@ -169,6 +169,18 @@ async fn a_path_servers_read_two_ways_is_refused_and_counts_nothing() {
          where dot-segments are removed (nginx, Go) but not where the path is routed as sent \
          (Express); send the path without `..`",
     );
+    // Go's path.Clean and Python serve a final `.` as the export, nginx as `/api/export/`.
+    for spelling in ["/api/export/.", "/api/export/%2E?x", "/api/ex%70ort//."] {
+        let reply = check(&app, json!({"user": "gina", "endpoint": spelling})).await;
+        reply.assert_problem(
+            StatusCode::BAD_REQUEST,
+            "field `endpoint`: the path is ambiguous: its final `.` segment makes it \
+             \"/api/export/\" (nginx, RFC 3986) and \"/api/export\" (Go's path.Clean, \
+             Python's http.server); send the one you mean",
+        );
+    }
+    let reply = check(&app, json!({"user": "gina", "endpoint": "/api/export"})).await;
+    assert_eq!(reply.json()["remaining"], 3);
 }
 
 #[tokio::test]

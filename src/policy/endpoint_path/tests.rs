@@ -220,6 +220,46 @@ fn a_dot_dot_segment_is_refused_by_name() {
 }
 
 #[test]
+fn a_final_dot_segment_is_refused_by_name() {
+    // Go's path.Clean and Python's http.server serve it as the exact `/api/export`; nginx and
+    // the RFC as `/api/export/`, under a prefix rule `/api/export/*`.
+    let err = unambiguous("/api/export/.?x=1").unwrap_err();
+    assert_eq!(
+        err.to_string(),
+        "the path is ambiguous: its final `.` segment makes it \"/api/export/\" (nginx, RFC \
+         3986) and \"/api/export\" (Go's path.Clean, Python's http.server); send the one you mean"
+    );
+    for refused in [
+        "/api/export/%2e",
+        "/api/export/%2E",
+        "/api/export//.",
+        "/api/./export/./.",
+        "/api/export\\.",
+        "/api/ex%70ort/.",
+    ] {
+        assert_eq!(
+            unambiguous(refused),
+            Err(AmbiguousPath::FinalDotSegment {
+                with_slash: "/api/export/".to_owned(),
+                without: "/api/export".to_owned(),
+            }),
+            "{refused}"
+        );
+    }
+    // Read alike everywhere: the root, a `.` before other segments, a name with a dot.
+    for passed in [
+        "/.",
+        "//.",
+        "/./api/export",
+        "/api/./export",
+        "/api/export.",
+        "/api/.x",
+    ] {
+        assert_eq!(unambiguous(passed), Ok(()), "{passed}");
+    }
+}
+
+#[test]
 fn an_encoded_slash_that_makes_a_dot_segment_is_refused_by_name() {
     // Read with `%2F` as `/`, the `..` climb out of the prefix rule's folder; kept encoded,
     // a backend routing on the raw path serves it under `/api/export/`.
@@ -446,11 +486,20 @@ proptest! {
         let slash_parts = path.to_ascii_uppercase().contains("%2F")
             && merge_slashes(&encoded.replace("%2F", "/")) != merged;
         let dot_dot = percent_oracle(path).split('/').any(|segment| segment == "..");
+        // Go's path.Clean drops the `/` a final `.` leaves; the RFC keeps it.
+        let final_dot = percent_oracle(path).rsplit('/').next() == Some(".") && merged != "/";
         match unambiguous(&uri) {
             Ok(()) => {
                 prop_assert!(!slash_parts, "{} is {} and {}", path, merged, encoded);
                 prop_assert!(!dot_dot, "{}", path);
+                prop_assert!(!final_dot, "{}", path);
                 prop_assert_eq!(merged, kept);
+            }
+            Err(AmbiguousPath::FinalDotSegment { with_slash, without }) => {
+                prop_assert!(!slash_parts && !dot_dot, "{}", path);
+                prop_assert!(final_dot, "{}", path);
+                prop_assert_eq!(&without, merged.trim_end_matches('/'));
+                prop_assert_eq!(with_slash, merged);
             }
             Err(AmbiguousPath::EncodedSlash { decoded, encoded: shown }) => {
                 prop_assert!(slash_parts);
