@@ -23,6 +23,9 @@ pub struct SubjectQuery<'a> {
     pub endpoint: Option<&'a str>,
     /// A client address, for the usage of `key: ip` rules (without it they show no usage).
     pub ip: Option<IpAddr>,
+    /// The tier a check names (its `tier` field or `X-Tier`), which no store knows; `None`:
+    /// the stored tier, else the default.
+    pub tier: Option<&'a str>,
 }
 
 /// Where the tier in force came from.
@@ -30,6 +33,8 @@ pub struct SubjectQuery<'a> {
 pub enum TierSource {
     Stored,
     Default,
+    /// Named by the view's query, as a check names it.
+    Query,
 }
 
 /// Why a subject gets what it gets.
@@ -108,6 +113,7 @@ impl<S: Store> Engine<S> {
         // The user id is never read: the plan counts under `query.subject`.
         let mut request = CheckRequest::new("", query.endpoint.unwrap_or(""));
         request.ip = Some(query.ip.unwrap_or(IpAddr::V4(Ipv4Addr::UNSPECIFIED)));
+        request.tier = query.tier;
         let endpoint = match query.endpoint {
             Some(_) => EndpointChoice::Matching,
             None => EndpointChoice::Default,
@@ -129,6 +135,7 @@ impl<S: Store> Engine<S> {
         let resolved = &plan.resolved;
         let tier = resolved.tier();
         let tier_source = match stored.as_deref() {
+            _ if query.tier.is_some() => TierSource::Query,
             Some(name) if name == tier.name => TierSource::Stored,
             _ => TierSource::Default,
         };

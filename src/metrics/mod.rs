@@ -216,7 +216,7 @@ const NOVEL_SUBJECTS: Family = Family {
 };
 const ABUSE_SCORE: Family = Family {
     name: "ratewarden_abuse_score",
-    help: "Scores of the subjects scored in the last cycle",
+    help: "Every abuse score of every control cycle",
     labels: &[],
 };
 const CONTROL_CYCLE_DURATION: Family = Family {

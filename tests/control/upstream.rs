@@ -224,6 +224,7 @@ async fn a_rule_with_its_own_source_scales_its_limits_alone() {
             subject: engine.subject_of("carol"),
             endpoint: Some("/api/export"),
             ip: None,
+            tier: None,
         })
         .await
         .unwrap();

@@ -45,6 +45,43 @@ async fn reload_swaps_a_valid_policy_and_refuses_a_broken_one_keeping_the_old() 
     let d = check(&app, "frank", "/anywhere").await;
     assert_eq!((&d["limit"], &d["remaining"]), (&json!(30), &json!(29)));
 
+    // A parameter these routes do not take is refused, and nothing happens: no dry run
+    // reloads (and resets the thresholds) behind the operator's back.
+    admin(
+        &app,
+        Method::PUT,
+        "/v1/admin/thresholds",
+        Some(r#"{"anomaly_factor": 0.3}"#),
+    )
+    .await;
+    std::fs::write(&path, POLICY.replace("burst: 20", "burst: 40")).unwrap();
+    for (method, uri) in [
+        (Method::POST, "/v1/admin/reload?dry_run=true"),
+        (Method::GET, "/v1/admin/flagged?limit=5"),
+        (Method::GET, "/v1/admin/thresholds?foo=1"),
+    ] {
+        let reply = admin(&app, method, uri, None).await;
+        reply.assert_problem(
+            StatusCode::BAD_REQUEST,
+            &format!(
+                "query string: this route takes no parameters (the request has `{}`)",
+                uri.split_once('?').unwrap().1
+            ),
+        );
+    }
+    let reply = admin(
+        &app,
+        Method::PUT,
+        "/v1/admin/thresholds?anomaly_factor=1",
+        Some(r#"{"anomaly_factor": 1}"#),
+    )
+    .await;
+    assert_eq!(reply.status, StatusCode::BAD_REQUEST, "{}", reply.text);
+    let thresholds = admin(&app, Method::GET, "/v1/admin/thresholds", None).await;
+    assert_eq!(thresholds.json["anomaly_factor"], 0.3);
+    let d = check(&app, "grace", "/anywhere").await;
+    assert_eq!(d["limit"], 30, "the file was not read again");
+
     // Two mistakes: both are listed, and the policy of burst 30 stays.
     let broken = POLICY
         .replace("requests: 100,", "requests: 0,")

@@ -269,3 +269,48 @@ async fn subject_view_rejects_a_bad_query() {
         "the user in the path must be 1 to 512 bytes (it has 513)",
     );
 }
+
+/// A tier that only the checks name (their `tier` field) is shown when the view is told it;
+/// without it the view can show only the stored tier or the default.
+#[tokio::test]
+async fn subject_view_shows_the_tier_a_check_names() {
+    let h = harness(Some(TOKEN));
+    for _ in 0..3 {
+        check_with(
+            &h.app,
+            json!({"user": "erin", "endpoint": "/x", "tier": "pro"}),
+        )
+        .await;
+    }
+    let view = admin(&h.app, Method::GET, "/v1/admin/subjects/erin", None).await;
+    assert_eq!(
+        (&view.json["tier"], &view.json["tier_source"]),
+        (&json!("free"), &json!("default"))
+    );
+    let view = admin(
+        &h.app,
+        Method::GET,
+        "/v1/admin/subjects/erin?tier=pro",
+        None,
+    )
+    .await;
+    assert_eq!(
+        (&view.json["tier"], &view.json["tier_source"]),
+        (&json!("pro"), &json!("query")),
+        "{}",
+        view.text
+    );
+    let hourly = &view.json["limits"][0];
+    assert_eq!(
+        (&hourly["name"], &hourly["base"], &hourly["used"]),
+        (&json!("hourly"), &json!(1000), &json!(3))
+    );
+    let reply = admin(
+        &h.app,
+        Method::GET,
+        "/v1/admin/subjects/erin?tier=gold",
+        None,
+    )
+    .await;
+    reply.assert_problem(StatusCode::BAD_REQUEST, "unknown tier \"gold\"");
+}

@@ -7,7 +7,7 @@
 //! or with `?hashed=true` by the keyed hash the list shows (the daemon knows no other name).
 
 use super::subject_name::{SubjectName, named_subject};
-use super::{Admin, query_problem};
+use super::{Admin, no_params, query_problem};
 use crate::clock::Micros;
 use crate::engine::FlaggedSubject;
 use crate::http::AppState;
@@ -16,7 +16,7 @@ use crate::http::problem::Problem;
 use crate::limit::KeyHash;
 use axum::Json;
 use axum::extract::rejection::QueryRejection;
-use axum::extract::{Path, Query, State};
+use axum::extract::{Path, Query, RawQuery, State};
 use serde::{Deserialize, Serialize};
 use std::time::Duration;
 use utoipa::ToSchema;
@@ -90,7 +90,12 @@ pub struct FlaggedList {
         (status = 404, description = "The admin API is disabled", body = Problem, content_type = "application/problem+json"),
     )
 )]
-pub async fn flagged(_: Admin, State(state): State<AppState>) -> Json<FlaggedList> {
+pub async fn flagged(
+    _: Admin,
+    State(state): State<AppState>,
+    RawQuery(query): RawQuery,
+) -> Result<Json<FlaggedList>, Problem> {
+    no_params(query.as_deref())?;
     let model = state.reloader.as_ref().map(|r| r.model().clone());
     let view = |f: FlaggedSubject| FlaggedView {
         subject: f.subject.to_string(),
@@ -107,7 +112,7 @@ pub async fn flagged(_: Admin, State(state): State<AppState>) -> Json<FlaggedLis
             _ => Vec::new(),
         },
     };
-    Json(FlaggedList {
+    Ok(Json(FlaggedList {
         threshold: state.engine.scale_factors().thresholds().anomaly_threshold,
         model_version: model
             .as_ref()
@@ -119,7 +124,7 @@ pub async fn flagged(_: Admin, State(state): State<AppState>) -> Json<FlaggedLis
             .into_iter()
             .map(view)
             .collect(),
-    })
+    }))
 }
 
 /// What a clear did.

@@ -171,6 +171,20 @@ fn check_user(user: &str) -> Result<(), Problem> {
     Ok(())
 }
 
+/// The query of a route that takes none: `Ok` without parameters, else a 400, so that an
+/// operator who adds one (`/v1/admin/reload?dry_run=true`) learns that it does nothing before
+/// the route acts.
+fn no_params(query: Option<&str>) -> Result<(), Problem> {
+    let Some(query) = query.filter(|q| q.split('&').any(|part| !part.is_empty())) else {
+        return Ok(());
+    };
+    let shown: String = query.chars().take(100).collect();
+    let more = if shown.len() < query.len() { "..." } else { "" };
+    Err(Problem::bad_request(format!(
+        "query string: this route takes no parameters (the request has `{shown}{more}`)"
+    )))
+}
+
 /// A query string the route cannot read, as a 400 in our words (axum's start with "Failed to
 /// deserialize query string").
 fn query_problem(rejection: QueryRejection) -> Problem {

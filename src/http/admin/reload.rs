@@ -3,12 +3,12 @@
 //! Signals and file watching cover an operator on the host; this covers one who only has the
 //! API, and answers with every error of a refused file instead of only logging them.
 
-use super::Admin;
+use super::{Admin, no_params};
 use crate::http::AppState;
 use crate::http::problem::Problem;
 use crate::reload::ReloadError;
 use axum::Json;
-use axum::extract::State;
+use axum::extract::{RawQuery, State};
 use axum::http::StatusCode;
 use serde::Serialize;
 use utoipa::ToSchema;
@@ -30,7 +30,12 @@ pub struct Reloaded {
         (status = 422, description = "The policy file was refused (`errors` lists every error; the policy in force stays), or the policy was reloaded and its model refused (`policy_reloaded: true`)", body = Problem, content_type = "application/problem+json"),
     )
 )]
-pub async fn reload(_: Admin, State(state): State<AppState>) -> Result<Json<Reloaded>, Problem> {
+pub async fn reload(
+    _: Admin,
+    State(state): State<AppState>,
+    RawQuery(query): RawQuery,
+) -> Result<Json<Reloaded>, Problem> {
+    no_params(query.as_deref())?;
     let Some(reloader) = state.reloader.clone() else {
         return Err(Problem::new(
             StatusCode::NOT_FOUND,

@@ -36,6 +36,10 @@ pub struct SubjectParams {
     /// `true`: the path names the subject by its keyed hash (32 hex digits, as the flagged
     /// list shows it).
     pub hashed: Option<bool>,
+    /// The tier the subject's checks name (their `tier` field or `X-Tier` header), which no
+    /// store keeps; default: the stored tier, else the policy's default.
+    #[param(example = "pro")]
+    pub tier: Option<String>,
 }
 
 /// Why a subject gets what it gets.
@@ -208,6 +212,7 @@ pub async fn subject(
             subject,
             endpoint: query.endpoint.as_deref().map(path_of),
             ip,
+            tier: query.tier.as_deref(),
         })
         .await
         .map_err(|e| match e {
@@ -239,6 +244,7 @@ impl From<SubjectInspection> for SubjectView {
             tier_source: match i.tier_source {
                 TierSource::Stored => "stored",
                 TierSource::Default => "default",
+                TierSource::Query => "query",
             },
             endpoint_rule: i.endpoint_rule,
             abuse_score: i.abuse_score,

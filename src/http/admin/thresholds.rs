@@ -4,13 +4,13 @@
 //! `load_low` and `load_high` together is judged on where both end up, and a refused one
 //! changes nothing.
 
-use super::{Admin, present};
+use super::{Admin, no_params, present};
 use crate::engine::Thresholds;
 use crate::http::AppState;
 use crate::http::body::JsonBody;
 use crate::http::problem::Problem;
 use axum::Json;
-use axum::extract::State;
+use axum::extract::{RawQuery, State};
 use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
 
@@ -182,8 +182,13 @@ fn check(ok: bool, detail: String) -> Result<(), Problem> {
         (status = 404, description = "The admin API is disabled", body = Problem, content_type = "application/problem+json"),
     )
 )]
-pub async fn get_thresholds(_: Admin, State(state): State<AppState>) -> Json<ThresholdsBody> {
-    Json(state.engine.scale_factors().thresholds().into())
+pub async fn get_thresholds(
+    _: Admin,
+    State(state): State<AppState>,
+    RawQuery(query): RawQuery,
+) -> Result<Json<ThresholdsBody>, Problem> {
+    no_params(query.as_deref())?;
+    Ok(Json(state.engine.scale_factors().thresholds().into()))
 }
 
 /// Changes any subset of the thresholds; they apply from the next decision until the next
@@ -204,8 +209,10 @@ pub async fn get_thresholds(_: Admin, State(state): State<AppState>) -> Json<Thr
 pub async fn put_thresholds(
     _: Admin,
     State(state): State<AppState>,
+    RawQuery(query): RawQuery,
     JsonBody(patch): JsonBody<ThresholdsPatch>,
 ) -> Result<Json<ThresholdsBody>, Problem> {
+    no_params(query.as_deref())?;
     let scale = state.engine.scale_factors();
     // Every reload takes this lock too (Engine::reload): a reset is never undone by a PUT
     // that read the thresholds before it.
