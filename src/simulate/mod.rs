@@ -218,6 +218,7 @@ pub fn simulate(config: &SimulateConfig) -> Vec<TrafficRecord> {
             &nat_pools[(nat_seen - 1) / NAT_GROUP]
         });
         let tier = play(&mut script, archetype, nat);
+        vary(&mut script, archetype);
         if archetype.is_person() && tier == Tier::Free {
             let quota = script.between(*FREE_QUOTA.start(), *FREE_QUOTA.end());
             script.give_up_past(quota, 3600.0);
@@ -273,6 +274,28 @@ fn play(s: &mut Script, archetype: Archetype, nat: Option<&Vec<String>>) -> Tier
         Archetype::SlowCredentialStuffing => abuse::slow_credential_stuffing(s),
         Archetype::DistributedLowAndSlow => abuse::distributed_low_and_slow(s),
         Archetype::InventoryHoarding => abuse::inventory_hoarding(s),
+    }
+}
+
+/// What legitimate clients do whatever their archetype: changing addresses, a bad day.
+/// Users behind a NAT share its addresses, and a browsing person's errors are their own.
+fn vary(s: &mut Script, archetype: Archetype) {
+    use normal::Egress;
+    match archetype {
+        Archetype::Browser => normal::spread_addresses(s, Egress::Person),
+        Archetype::MobilePoller => {
+            normal::spread_addresses(s, Egress::Person);
+            normal::bad_day(s);
+        }
+        Archetype::FastPoller
+        | Archetype::Integration
+        | Archetype::RetryBursts
+        | Archetype::CatalogSync
+        | Archetype::BatchJob => {
+            normal::spread_addresses(s, Egress::Machine);
+            normal::bad_day(s);
+        }
+        _ => {}
     }
 }
 

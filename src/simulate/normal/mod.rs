@@ -5,10 +5,12 @@
 //! enterprise; machines run at a share of their own binding limit (see
 //! [`Tier::ceiling`](super::tier::Tier::ceiling)).
 
+mod everyday;
 mod machines;
 mod people;
 mod retries;
 
+pub use everyday::{Egress, bad_day, spread_addresses};
 pub use machines::{batch_job, catalog_sync, fast_poller, integration};
 pub use people::{browser, mobile_poller, nat_user};
 pub use retries::retry_bursts;
