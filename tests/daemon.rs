@@ -192,7 +192,7 @@ fn a_reload_says_what_it_changes_and_on_error_applies_at_once() {
     for line in [
         "WARN ratewarden::daemon: the admin token is under 16 bytes: whoever reaches the HTTP \
          port may guess it; use a random one (openssl rand -hex 32)",
-        "INFO audit: admin changed the thresholds action=\"set_thresholds\"",
+        "INFO audit: admin changed the thresholds action=\"set_thresholds\" anomaly_threshold=",
         "WARN audit: admin request refused: wrong admin token method=PUT \
          path=\"/v1/admin/thresholds\"",
         "WARN audit: admin request refused: wrong admin token method=GET \

@@ -66,7 +66,7 @@ impl BegunFlag {
             .collect();
         tracing::info!(
             subject = %self.subject,
-            score = %format_args!("{:.3}", self.score),
+            score = %format_args!("{:.4}", self.score),
             model = %self.model_version,
             "subject flagged; top features (logit contributions): {}",
             if why.is_empty() { "none".to_owned() } else { why.join(", ") }

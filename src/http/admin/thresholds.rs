@@ -219,10 +219,20 @@ pub async fn put_thresholds(
     let _writes = scale.lock_writes();
     let next = patch.apply_to(scale.thresholds())?;
     scale.set_thresholds(next);
+    let factor_override = next
+        .load_factor_override
+        .map_or("none".to_owned(), |f| f.to_string());
     tracing::info!(
         target: "audit",
         action = "set_thresholds",
-        ?next,
+        anomaly_threshold = next.anomaly_threshold,
+        anomaly_factor = next.anomaly_factor,
+        anomaly_shadow = next.anomaly_shadow,
+        load_high = next.load_high,
+        load_low = next.load_low,
+        load_high_factor = next.load_high_factor,
+        load_low_factor = next.load_low_factor,
+        load_factor_override = %factor_override,
         "admin changed the thresholds"
     );
     Ok(Json(next.into()))
