@@ -75,3 +75,45 @@ fn gzip_and_rfc3339_times_replay_like_plain_numeric_lines() {
     assert_eq!(by_header["summary"]["subjects"], 2);
     assert_eq!(by_header["subject"], "header:X-Api-Key");
 }
+
+/// What nginx writes for a `\` path and a dual-stack listener counts as the daemon counts the
+/// request: `/api\x5Cexport` is the export (a raw `\` reads as `/`), and `::ffff:192.0.2.7`
+/// is the same client as `192.0.2.7`.
+#[test]
+fn nginx_escapes_and_ipv4_mapped_addresses_count_as_the_daemon_counts_them() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut log = String::new();
+    for i in 0..6 {
+        let address = if i % 2 == 0 {
+            "192.0.2.7"
+        } else {
+            "::ffff:192.0.2.7"
+        };
+        log.push_str(&format!(
+            "{address} - - [22/Nov/2026:08:00:0{i} +0000] \"GET /api\\x5Cexport?q=\\x22 HTTP/1.1\" 200 5 \"-\" \"curl\" 1795613240.123\n"
+        ));
+    }
+    let path = dir.path().join("access.log");
+    std::fs::write(&path, log).unwrap();
+    let decisions = dir.path().join("d.jsonl");
+    replay(
+        &[
+            "--policy",
+            example_policy().to_str().unwrap(),
+            "--log",
+            path.to_str().unwrap(),
+            "--decisions",
+            decisions.to_str().unwrap(),
+        ],
+        &[],
+    )
+    .assert_ok();
+    let lines = super::harness::read_decisions(&decisions);
+    assert_eq!(lines.len(), 6);
+    for line in &lines {
+        assert_eq!(line["endpoint"], "/api/export", "{line}");
+        assert_eq!(line["subject"], "192.0.2.7", "{line}");
+    }
+    // The export rule (5 a minute) saw one client: the sixth is denied.
+    assert_eq!(lines[5]["allowed"], false, "{:#?}", lines);
+}

@@ -3,12 +3,15 @@
 //! `$remote_addr $ident $remote_user [$time_local] "$request" $status $body_bytes_sent
 //! "$http_referer" "$http_user_agent"`, then anything (Traefik and nginx configurations append
 //! quoted and unquoted fields). Lines of the common log format (no referer, no user agent)
-//! are read too. Quoted fields keep the escapes the server wrote (`\"`, `\x22`): nothing is
-//! unescaped, so a field is a slice of the line.
+//! are read too. Quoted fields keep the escapes the server wrote (`\"`, `\x22`), so a field is
+//! a slice of the line; only the request target is unescaped ([`super::escapes`]), since its
+//! path is matched against endpoint rules.
 
+use super::escapes::unescaped;
 use super::time::{TimeError, parse_clf_time};
 use crate::clock::Micros;
 use crate::engine::path_of;
+use std::borrow::Cow;
 
 #[derive(Debug, Clone, PartialEq)]
 pub struct CombinedLine<'a> {
@@ -20,8 +23,9 @@ pub struct CombinedLine<'a> {
     /// The request line's method; `None` when the request line is not `METHOD TARGET ...`.
     pub method: Option<&'a str>,
     /// The request target's path without query or fragment (an absolute URI's path, `/` when
-    /// it has none); `-` for a request line without a target (empty, or a single word).
-    pub endpoint: &'a str,
+    /// it has none), escapes undone; `-` for a request line without a target (empty, or a
+    /// single word).
+    pub endpoint: Cow<'a, str>,
     /// `None` for `-`.
     pub status: Option<u16>,
     /// `None` when absent or `-`.
@@ -107,10 +111,14 @@ pub fn parse_combined_line(line: &str) -> Result<CombinedLine<'_>, CombinedError
     })
 }
 
+/// A bare number of seconds this large is a timestamp (`$msec`), not a request's duration.
+const MAX_BARE_SECONDS: f64 = 86_400.0;
+
 /// The first field of `rest` (what follows the user agent) that gives the request's
 /// duration, in milliseconds: `rt=0.123` or `request_time=0.123` (seconds, nginx's
-/// `$request_time` with a name), a bare number with a decimal point (`0.123`, seconds:
-/// `$request_time` appended as is), or `123ms` (Traefik's duration). Quotes are ignored.
+/// `$request_time` with a name), a bare number with a decimal point under a day (`0.123`,
+/// seconds: `$request_time` appended as is; `$msec` is skipped), or `123ms` (Traefik's
+/// duration). Quotes are ignored.
 pub fn latency_of(rest: &str) -> Option<f64> {
     let number = |text: &str| {
         text.parse::<f64>()
@@ -131,9 +139,11 @@ pub fn latency_of(rest: &str) -> Option<f64> {
             }
             let bare_seconds =
                 field.contains('.') && field.bytes().all(|b| b.is_ascii_digit() || b == b'.');
+            // Over a day it is a time (nginx's `$msec`), not a duration.
             bare_seconds
                 .then(|| number(field))
                 .flatten()
+                .filter(|s| *s < MAX_BARE_SECONDS)
                 .map(|s| s * 1000.0)
         })
 }
@@ -143,13 +153,17 @@ fn dash_is_none(text: &str) -> Option<&str> {
 }
 
 /// The method and the endpoint of a request line (`GET /a?b HTTP/1.1` → `GET`, `/a`).
-fn endpoint_of(request: &str) -> (Option<&str>, &str) {
+fn endpoint_of(request: &str) -> (Option<&str>, Cow<'_, str>) {
     let mut parts = request.split(' ').filter(|p| !p.is_empty());
     let (Some(method), Some(target)) = (parts.next(), parts.next()) else {
-        return (None, "-");
+        return (None, Cow::Borrowed("-"));
     };
     // As forward auth reads a request target: an absolute form's scheme and host go.
-    (Some(method), path_of(target))
+    let endpoint = match unescaped(target) {
+        Cow::Borrowed(target) => Cow::Borrowed(path_of(target)),
+        Cow::Owned(target) => Cow::Owned(path_of(&target).to_owned()),
+    };
+    (Some(method), endpoint)
 }
 
 struct Cursor<'a> {
@@ -233,22 +247,34 @@ mod tests {
 
     #[test]
     fn endpoints() {
-        assert_eq!(endpoint_of("GET /a/b?x=1 HTTP/1.1"), (Some("GET"), "/a/b"));
-        assert_eq!(
-            endpoint_of("GET http://h.example/p?q HTTP/1.1"),
-            (Some("GET"), "/p")
-        );
-        assert_eq!(
-            endpoint_of("GET https://h.example HTTP/1.1"),
-            (Some("GET"), "/")
-        );
-        assert_eq!(endpoint_of(""), (None, "-"));
-        assert_eq!(endpoint_of("batman"), (None, "-"));
-        // As forward auth reads them: any scheme's absolute form, an empty path as `/`.
-        assert_eq!(endpoint_of("GET ?x HTTP/1.0"), (Some("GET"), "/"));
-        assert_eq!(
-            endpoint_of("GET HTTP://h.example/p HTTP/1.1"),
-            (Some("GET"), "/p")
-        );
+        for (request, method, endpoint) in [
+            ("GET /a/b?x=1 HTTP/1.1", Some("GET"), "/a/b"),
+            // nginx's escapes undone before the path is read.
+            (
+                "GET /api\\x5Cexport?q=\\x22 HTTP/1.1",
+                Some("GET"),
+                "/api\\export",
+            ),
+            ("GET http://h.example/p?q HTTP/1.1", Some("GET"), "/p"),
+            ("GET https://h.example HTTP/1.1", Some("GET"), "/"),
+            ("", None, "-"),
+            ("batman", None, "-"),
+            // As forward auth reads them: any scheme's absolute form, an empty path as `/`.
+            ("GET ?x HTTP/1.0", Some("GET"), "/"),
+            ("GET HTTP://h.example/p HTTP/1.1", Some("GET"), "/p"),
+        ] {
+            let (got_method, got_endpoint) = endpoint_of(request);
+            assert_eq!(
+                (got_method, &*got_endpoint),
+                (method, endpoint),
+                "{request}"
+            );
+        }
+    }
+
+    #[test]
+    fn a_timestamp_is_no_latency() {
+        assert_eq!(latency_of(" 0.123"), Some(123.0));
+        assert_eq!(latency_of(" 1795613240.123 0.001"), Some(1.0));
     }
 }

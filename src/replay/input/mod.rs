@@ -6,6 +6,7 @@
 //! value or an error, never panic: they are the entry points for fuzzing.
 
 mod combined;
+mod escapes;
 mod jsonl;
 mod lines;
 pub mod time;
@@ -16,6 +17,7 @@ pub use lines::{LineReader, MAX_LINE, RawLine, open};
 
 use super::traffic::{FileStats, Parsed, Traffic};
 use crate::engine::Cost;
+use std::net::IpAddr;
 use std::path::{Path, PathBuf};
 use std::str::FromStr;
 use std::sync::Arc;
@@ -271,12 +273,24 @@ fn from_combined(
         Some(SubjectChoice::User) => line.user,
     };
     traffic.fallbacks += u64::from(chosen.is_none());
+    // One client, one subject: a dual-stack server logs `::ffff:192.0.2.1` for `192.0.2.1`,
+    // which the daemon counts as one address.
+    let ip = line
+        .address
+        .parse::<IpAddr>()
+        .ok()
+        .map(|ip| ip.to_canonical());
+    let canonical = ip.map(|ip| ip.to_string());
+    let subject = match chosen {
+        Some(chosen) if chosen != line.address => chosen,
+        _ => canonical.as_deref().unwrap_or(line.address),
+    };
     let parsed = Parsed {
         at: line.at,
-        subject: chosen.unwrap_or(line.address),
-        endpoint: line.endpoint,
+        subject,
+        endpoint: &line.endpoint,
         tier: None,
-        ip: line.address.parse().ok(),
+        ip,
         cost: Cost::ONE,
         status: line.status,
         latency_ms: line.latency_ms,
@@ -294,10 +308,12 @@ fn from_jsonl(
     number: u64,
 ) -> Result<(), String> {
     let line = parse_jsonl_line(text).map_err(|e| e.to_string())?;
+    let ip = line.ip.as_ref().map(|(_, ip)| ip.to_canonical());
+    let canonical = ip.map(|ip| ip.to_string());
     let chosen = match subject {
         None | Some(SubjectChoice::User) => line.user.as_ref(),
-        Some(SubjectChoice::Ip) => match &line.ip {
-            Some((text, _)) => text.as_ref(),
+        Some(SubjectChoice::Ip) => match &canonical {
+            Some(text) => text.as_str(),
             None => return Err("no `ip`, and --subject ip needs one".into()),
         },
         // A line without the header has no subject: it is unparsable.
@@ -315,7 +331,7 @@ fn from_jsonl(
         subject: chosen,
         endpoint: &line.endpoint,
         tier: line.tier.as_deref(),
-        ip: line.ip.as_ref().map(|(_, ip)| *ip),
+        ip,
         cost: line.cost,
         status: line.status,
         latency_ms: line.latency_ms,
