@@ -280,10 +280,14 @@ fn from_combined(
         .parse::<IpAddr>()
         .ok()
         .map(|ip| ip.to_canonical());
-    let canonical = ip.map(|ip| ip.to_string());
+    // Written out again only for an IPv6 form (a mapped one, or `2001:DB8::1`): an IPv4
+    // address parses only from its canonical text.
+    let mapped = ip
+        .filter(|_| line.address.contains(':'))
+        .map(|ip| ip.to_string());
     let subject = match chosen {
         Some(chosen) if chosen != line.address => chosen,
-        _ => canonical.as_deref().unwrap_or(line.address),
+        _ => mapped.as_deref().unwrap_or(line.address),
     };
     let parsed = Parsed {
         at: line.at,
@@ -309,7 +313,10 @@ fn from_jsonl(
 ) -> Result<(), String> {
     let line = parse_jsonl_line(text).map_err(|e| e.to_string())?;
     let ip = line.ip.as_ref().map(|(_, ip)| ip.to_canonical());
-    let canonical = ip.map(|ip| ip.to_string());
+    // Written out only when the subject is the address.
+    let canonical = matches!(subject, Some(SubjectChoice::Ip))
+        .then(|| ip.map(|ip| ip.to_string()))
+        .flatten();
     let chosen = match subject {
         None | Some(SubjectChoice::User) => line.user.as_ref(),
         Some(SubjectChoice::Ip) => match &canonical {
