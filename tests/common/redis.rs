@@ -19,20 +19,39 @@ pub struct RedisServer {
     extra: Vec<String>,
 }
 
-/// A free loopback port (the listener is closed before the server binds it).
-pub fn free_port() -> u16 {
-    TcpListener::bind("127.0.0.1:0")
-        .and_then(|l| l.local_addr())
-        .map(|a| a.port())
-        .expect("a free port")
+/// Ports handed to test servers. They sit below Linux's ephemeral range (32768 and up), where
+/// outgoing connections take their local ports, so a port found free stays free until the server
+/// binds it; and so does its cluster bus port (port + 10000), which a cluster node needs too.
+const TEST_PORTS: std::ops::Range<u16> = 12_000..22_000;
+const CLUSTER_BUS_OFFSET: u16 = 10_000;
+
+fn is_free(port: u16) -> bool {
+    TcpListener::bind(("127.0.0.1", port)).is_ok()
 }
+
+/// A free loopback port whose port + 10000 is free too (the listener is closed before the server
+/// binds it; another test may still take it first, which `RedisServer::start_with` survives by
+/// trying another).
+pub fn free_port() -> u16 {
+    for _ in 0..1_000 {
+        let port = rand::random_range(TEST_PORTS);
+        if is_free(port) && is_free(port + CLUSTER_BUS_OFFSET) {
+            return port;
+        }
+    }
+    panic!("no free port pair in {TEST_PORTS:?}");
+}
+
+/// Start-up attempts on fresh ports before a test gives up.
+const START_ATTEMPTS: usize = 4;
 
 impl RedisServer {
     pub fn start() -> RedisServer {
         Self::start_with(&[])
     }
 
-    /// Starts redis-server with extra `--flag value` arguments (e.g. cluster mode).
+    /// Starts redis-server with extra `--flag value` arguments (e.g. cluster mode), on another
+    /// free port when the first one was taken between being picked and being bound.
     pub fn start_with(extra: &[&str]) -> RedisServer {
         let tmp = tempfile::tempdir().expect("temp dir");
         let mut server = RedisServer {
@@ -43,11 +62,25 @@ impl RedisServer {
             _tmp: tmp,
             extra: extra.iter().map(|s| s.to_string()).collect(),
         };
+        for _ in 1..START_ATTEMPTS {
+            if server.try_spawn() {
+                return server;
+            }
+            server.kill();
+            server.port = free_port();
+        }
         server.spawn();
         server
     }
 
     fn spawn(&mut self) {
+        if !self.try_spawn() {
+            panic!("redis-server on port {} did not start", self.port);
+        }
+    }
+
+    /// Starts the process and waits for it to answer; false when it exited or stayed silent.
+    fn try_spawn(&mut self) -> bool {
         let child = Command::new("redis-server")
             .args(["--port", &self.port.to_string(), "--bind", "127.0.0.1"])
             .args(["--save", "", "--appendonly", "no", "--protected-mode", "no"])
@@ -59,7 +92,7 @@ impl RedisServer {
             .spawn()
             .expect("redis-server runs (scripts/test installs it)");
         self.child = Some(child);
-        self.wait_ready();
+        self.wait_ready()
     }
 
     pub fn url(&self) -> String {
@@ -87,15 +120,21 @@ impl RedisServer {
         String::from_utf8_lossy(&out.stdout).into_owned()
     }
 
-    fn wait_ready(&self) {
+    fn wait_ready(&mut self) -> bool {
         let deadline = Instant::now() + Duration::from_secs(10);
         while Instant::now() < deadline {
             if self.cli(&["PING"]).trim() == "PONG" {
-                return;
+                return true;
+            }
+            // A port (or bus port) taken by someone else: redis-server exits at once.
+            if let Some(child) = self.child.as_mut()
+                && matches!(child.try_wait(), Ok(Some(_)))
+            {
+                return false;
             }
             std::thread::sleep(Duration::from_millis(20));
         }
-        panic!("redis-server on port {} did not start", self.port);
+        false
     }
 
     /// SIGKILL, as a crash would.
