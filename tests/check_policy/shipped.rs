@@ -243,7 +243,7 @@ fn durations_of_the_shipped_policy() {
     let policy = example();
     assert_eq!(policy.store.timeout, Duration::from_millis(20));
     assert_eq!(policy.adaptive.interval, Duration::from_secs(1));
-    assert_eq!(policy.adaptive.anomaly.window, Duration::from_secs(600));
+    assert_eq!(policy.adaptive.anomaly.window, Duration::from_secs(1800));
     assert_eq!(policy.adaptive.anomaly.hold, Duration::from_secs(300));
     assert_eq!(
         policy.endpoint_rule("/login").limits[0].window,

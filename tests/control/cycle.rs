@@ -164,15 +164,15 @@ async fn recorded_traffic_becomes_exact_features_that_leave_with_the_window() {
     // /api/export: 10 requests in 30 s, windows of a minute aligned to the epoch: the 6th
     // and later in one window are denied. Count what the engine denied.
     assert!(f.denied_ratio > 0.0 && f.denied_ratio < 1.0 / 3.0, "{f:?}");
-    // Each denial asked for one of the 50 requests /api/export allows in the ten-minute
-    // anomaly window (5 a minute, ten windows of it).
+    // Each denial asked for one of the 150 requests /api/export allows in the 30-minute
+    // anomaly window (5 a minute, thirty windows of it).
     let denied = (f.denied_ratio * 30.0).round();
-    let demand = f.limit_usage + denied / 50.0;
+    let demand = f.limit_usage + denied / 150.0;
     assert!((f.limit_demand - demand).abs() < 1e-6, "{f:?}");
     assert_eq!(f.interarrival_cv, 0.0, "a metronome");
 
-    // Ten minutes and two buckets later the window holds nothing of alice.
-    clock.advance(Duration::from_secs(600 + 200));
+    // Thirty minutes and two buckets later the window holds nothing of alice.
+    clock.advance(Duration::from_secs(1800 + 600));
     control.cycle().await;
     assert_eq!(engine.scale_factors().observed(alice), None);
 }

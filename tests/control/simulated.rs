@@ -147,7 +147,7 @@ async fn the_shipped_model_flags_abusers_and_never_browsers_or_nat_users() {
         "abusers flagged: {caught}/{}; seconds from the {min_requests}th request to the flag: {delays:?}; normal flagged: {wrongly:?}; anomaly denials: {anomaly_denials}",
         abusers.len()
     );
-    // 17 of 35 with the shipped model: trained on legitimate clients that change addresses
+    // 21 of 35 with the shipped model: trained on legitimate clients that change addresses
     // and have bad days, it needs refusals or excess demand, not addresses alone, and misses
     // stealthy campaigns half done when this 30-minute run ends (the model card's figures
     // are on hour-long runs).

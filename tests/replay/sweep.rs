@@ -222,7 +222,7 @@ fn assert_flags_and_misses(summary: &Value, table: &str) {
         "{missed:?}"
     );
     let never =
-        "never scored: fewer than 20 requests (adaptive.anomaly.min_requests) in any 10m window";
+        "never scored: fewer than 20 requests (adaptive.anomaly.min_requests) in any 30m window";
     // The table shows the first 20; the report has them all.
     for (shown, row) in missed.iter().enumerate() {
         assert_eq!(row["label"], "abuse", "{row}");

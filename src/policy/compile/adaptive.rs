@@ -127,7 +127,7 @@ fn anomaly(e: &mut Errors, base_dir: &Path, raw: RawAnomaly) -> AnomalySettings 
         window: e.duration(
             "adaptive.anomaly.window",
             &raw.window,
-            Duration::from_secs(600),
+            Duration::from_secs(1800),
             false,
         ),
         min_requests: NonZeroU64::new(min_requests).unwrap_or(NonZeroU64::MIN),
