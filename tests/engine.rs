@@ -321,19 +321,19 @@ async fn batch_decides_in_order_as_if_alone() {
 }
 
 /// A denial's `limit_overflow` (what `limit_demand` adds up) is the share of the denying
-/// limit's allowance over the ten-minute anomaly window, counted only for a limit that denies
+/// limit's allowance over the 30-minute anomaly window, counted only for a limit that denies
 /// as written: one shrunk by the load factor alone says nothing of the subject.
 #[tokio::test]
 async fn only_a_limit_that_denies_as_written_counts_in_the_overflow() {
     let (engine, _clock) = engine(EXAMPLE_POLICY);
-    // /api/export allows 5 a minute: 50 over the window, so one denied request asks 0.02.
+    // /api/export allows 5 a minute: 150 over the window, so one denied request asks 1/150.
     for _ in 0..5 {
         let d = check(&engine, req("grace", "/api/export")).await;
         assert_eq!(d.limit_overflow, 0.0, "allowed");
     }
     let d = check(&engine, req("grace", "/api/export")).await;
     assert!(!d.allowed);
-    assert_eq!(d.limit_overflow, 1.0 / 50.0);
+    assert_eq!(d.limit_overflow, 1.0 / 150.0);
 
     // At load factor 0.5 the same rule allows 2 a minute: the third is denied by the load
     // factor alone, and asks nothing of the limit as written.

@@ -1,7 +1,7 @@
 //! The model file in the real binary: missing at start-up (the daemon limits without anomaly
 //! scaling, counts the error), loaded when it appears, a corrupt one refused with the old model
 //! kept, on a file change and on the admin API's reload; a reload naming another file moves the
-//! watch to it.
+//! watch to it. A model trained over another anomaly window than the policy's loads with a warning.
 
 mod common;
 
@@ -198,4 +198,43 @@ fn a_model_in_a_folder_made_after_start_up_is_loaded() {
     )
     .unwrap();
     daemon.wait_for("kind=\"gmm\"", Duration::from_secs(10));
+}
+
+#[test]
+fn a_model_trained_over_another_anomaly_window_is_loaded_with_a_warning() {
+    let dir = tempfile::tempdir().unwrap();
+    let shipped = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("models/abuse.json");
+    let policy = dir.path().join("policy.yaml");
+    let model_line = format!("model: {}", shipped.display());
+    std::fs::write(
+        &policy,
+        common::EXAMPLE_POLICY
+            .replace("model: models/abuse.json", &model_line)
+            .replace("window: 30m", "window: 10m"),
+    )
+    .unwrap();
+    let mut daemon = Daemon::start(&policy, &[]);
+    daemon.wait_for(
+        "the model was trained over a 1800 s anomaly window but adaptive.anomaly.window is 600 s: \
+         it scores, but not as its model card measured; retrain it over this window or set the \
+         window back",
+        Duration::from_secs(10),
+    );
+    assert_eq!(
+        metric(&daemon, r#"ratewarden_model_info{"#).map(|l| l.ends_with(" 1")),
+        Some(true),
+        "the model is in force all the same"
+    );
+
+    // The window the model was trained over: no warning.
+    std::fs::write(
+        &policy,
+        common::EXAMPLE_POLICY.replace("model: models/abuse.json", &model_line),
+    )
+    .unwrap();
+    let mut daemon = Daemon::start(&policy, &[]);
+    daemon.wait_for("starting", Duration::from_secs(10));
+    let logs = daemon.drain_log().join("\n");
+    assert!(logs.contains("model loaded"), "{logs}");
+    assert!(!logs.contains("trained over"), "{logs}");
 }

@@ -7,6 +7,7 @@ use crate::model::{Model, ModelError};
 use arc_swap::ArcSwapOption;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
+use std::time::Duration;
 
 pub struct ModelSlot {
     current: ArcSwapOption<Model>,
@@ -64,6 +65,29 @@ impl ModelSlot {
                 Err(error)
             }
         }
+    }
+
+    /// Warns when the model in force was trained over another anomaly window than `window`: it
+    /// still scores, but judges best over the window it learnt from (over a shorter one a
+    /// client's minutes of trouble weigh more, over a longer one a change of behaviour less).
+    pub fn warn_if_window_differs(&self, window: Duration) {
+        let Some(model) = self.get() else { return };
+        let Some(trained) = model
+            .trained_window()
+            .filter(|t| t.as_secs() != window.as_secs())
+        else {
+            return;
+        };
+        tracing::warn!(
+            version = model.version(),
+            trained_window_s = trained.as_secs(),
+            policy_window_s = window.as_secs(),
+            "the model was trained over a {} s anomaly window but adaptive.anomaly.window is {} s: \
+             it scores, but not as its model card measured; retrain it over this window or set \
+             the window back",
+            trained.as_secs(),
+            window.as_secs()
+        );
     }
 
     /// What a refused model leaves in force, for the messages that tell of it.

@@ -157,6 +157,7 @@ fn start_background_tasks(
     // until the file appears (the watch below) or a reload loads it.
     let model = Arc::new(ModelSlot::new(metrics.clone()));
     let _ = model.load(engine.policy().adaptive.anomaly.model.as_deref());
+    model.warn_if_window_differs(engine.policy().adaptive.anomaly.window);
     let reloader = Reloader::new(args.policy.clone(), engine.clone(), model.clone())
         .with_envoy_config(args.envoy_config.clone());
     reloader.clone().spawn_watch();

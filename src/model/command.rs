@@ -356,6 +356,7 @@ fn fit(
                 .file_name()
                 .map_or_else(String::new, |n| n.to_string_lossy().into_owned()),
             sampling: options.describe(),
+            window: Some(options.window),
             leave_one_archetype_out: args.leave_one_archetype_out,
             pairs: args.pairs,
             ignore: args.ignore_feature.clone(),

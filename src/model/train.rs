@@ -68,6 +68,8 @@ pub struct TrainOptions {
     /// The data file's name and how it was sampled (stored in the model).
     pub data: String,
     pub sampling: String,
+    /// The anomaly window the samples were taken over (stored in the model).
+    pub window: Option<std::time::Duration>,
     /// Fit pair weights (`x_i · x_j`) besides one weight per feature (`logistic`).
     pub pairs: bool,
     /// Columns the model is fitted without (their weight is 0 and they never make a subject
@@ -308,6 +310,7 @@ fn training(options: &TrainOptions, subjects: usize, rows: usize) -> Training {
         subjects: subjects as u64,
         samples: rows as u64,
         sampling: options.sampling.clone(),
+        window_seconds: options.window.map(|w| w.as_secs()),
         trained_by: format!("ratewarden {} train", env!("CARGO_PKG_VERSION")),
     }
 }

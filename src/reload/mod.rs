@@ -182,7 +182,10 @@ impl Reloader {
             .map_err(|error| ReloadError::Model {
                 path: path.map(|p| p.display().to_string()).unwrap_or_default(),
                 error: Box::new(error),
-            })
+            })?;
+        self.model
+            .warn_if_window_differs(self.engine.policy().adaptive.anomaly.window);
+        Ok(())
     }
 
     fn reload_policy(&self, trigger: &str) -> Result<(), PolicyErrors> {
