@@ -237,4 +237,24 @@ fn a_model_trained_over_another_anomaly_window_is_loaded_with_a_warning() {
     let logs = daemon.drain_log().join("\n");
     assert!(logs.contains("model loaded"), "{logs}");
     assert!(!logs.contains("trained over"), "{logs}");
+
+    // A reload to a 10-minute window whose new model file is refused: the old model stays in
+    // force, and it was trained over 30 minutes.
+    let corrupt = dir.path().join("corrupt.json");
+    std::fs::write(&corrupt, "{").unwrap();
+    std::fs::write(
+        &policy,
+        common::EXAMPLE_POLICY
+            .replace(
+                "model: models/abuse.json",
+                &format!("model: {}", corrupt.display()),
+            )
+            .replace("window: 30m", "window: 10m"),
+    )
+    .unwrap();
+    daemon.wait_for("model refused", Duration::from_secs(10));
+    daemon.wait_for(
+        "the model was trained over a 1800 s anomaly window but adaptive.anomaly.window is 600 s",
+        Duration::from_secs(10),
+    );
 }

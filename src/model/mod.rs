@@ -98,10 +98,11 @@ pub struct Training {
     pub samples: u64,
     /// How samples were taken: the policy's window, interval and min_requests.
     pub sampling: String,
-    /// The anomaly window the samples were taken over, in seconds: a model judges best over
-    /// the window it learnt from. Files written before it was stored have none.
+    /// The anomaly window the samples were taken over, in seconds (a window is never 0): a
+    /// model judges best over the window it learnt from. Files written before it was stored
+    /// have none.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub window_seconds: Option<u64>,
+    pub window_seconds: Option<std::num::NonZeroU64>,
     pub trained_by: String,
 }
 
@@ -205,7 +206,7 @@ impl Model {
         }
     }
 
-    /// `<kind>-<8 hex digits of the parameters' hash>`.
+    /// `<kind>-<8 hex digits of a hash of the parameters and the training record>`.
     pub fn version(&self) -> &str {
         &self.version
     }
@@ -213,7 +214,7 @@ impl Model {
     /// The anomaly window the model was trained over, when its file says.
     pub fn trained_window(&self) -> Option<std::time::Duration> {
         let seconds = self.training.as_ref()?.window_seconds?;
-        Some(std::time::Duration::from_secs(seconds))
+        Some(std::time::Duration::from_secs(seconds.get()))
     }
 
     pub fn training(&self) -> Option<&Training> {

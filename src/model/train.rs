@@ -310,7 +310,9 @@ fn training(options: &TrainOptions, subjects: usize, rows: usize) -> Training {
         subjects: subjects as u64,
         samples: rows as u64,
         sampling: options.sampling.clone(),
-        window_seconds: options.window.map(|w| w.as_secs()),
+        window_seconds: options
+            .window
+            .and_then(|w| std::num::NonZeroU64::new(w.as_secs())),
         trained_by: format!("ratewarden {} train", env!("CARGO_PKG_VERSION")),
     }
 }

@@ -177,15 +177,15 @@ impl Reloader {
             stamps.model.follow(path.as_deref());
             stamps.model.reading();
         }
-        self.model
-            .load(path.as_deref())
-            .map_err(|error| ReloadError::Model {
-                path: path.map(|p| p.display().to_string()).unwrap_or_default(),
-                error: Box::new(error),
-            })?;
+        let loaded = self.model.load(path.as_deref());
+        // Refused or not, a model is in force (the old one stays): the window it was trained
+        // over may not be the reloaded policy's.
         self.model
             .warn_if_window_differs(self.engine.policy().adaptive.anomaly.window);
-        Ok(())
+        loaded.map_err(|error| ReloadError::Model {
+            path: path.map(|p| p.display().to_string()).unwrap_or_default(),
+            error: Box::new(error),
+        })
     }
 
     fn reload_policy(&self, trigger: &str) -> Result<(), PolicyErrors> {
