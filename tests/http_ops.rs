@@ -247,6 +247,22 @@ async fn forward_auth_trusts_forwarded_for_and_tier_when_the_policy_says_so() {
             &format!("header {name} is sent more than once: send one"),
         );
     }
+    // The same header spelt with `_`: CGI and WSGI backends read both as one (HTTP_X_CLIENT),
+    // so a made-up key beside the real one would be counted while the backend honours the
+    // other; alone, it would be counted by address while the backend reads a key.
+    for headers in [
+        vec![
+            ("X-Original-URI", "/x"),
+            ("X-Client", "acct-6"),
+            ("X_Client", "acct-7"),
+        ],
+        vec![("X-Original-URI", "/x"), ("X_Client", "acct-7")],
+    ] {
+        get(&app.router, "/v1/auth", &headers).await.assert_problem(
+            StatusCode::BAD_REQUEST,
+            "header X_Client is refused: backends may read it as X-Client; send X-Client only",
+        );
+    }
 }
 
 #[tokio::test]

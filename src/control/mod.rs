@@ -81,6 +81,8 @@ pub struct ControlLoop {
     /// `--pin-load-factor`: the factor in place of the measured one.
     pinned_load: Option<f64>,
     novel_subjects: NovelSubjects,
+    /// The recorder's count of events it had no room for, when last read.
+    untracked_before: u64,
 }
 
 impl ControlLoop {
@@ -108,6 +110,7 @@ impl ControlLoop {
             fleet,
             pinned_load: None,
             novel_subjects: NovelSubjects::default(),
+            untracked_before: 0,
         }
     }
 
@@ -144,6 +147,7 @@ impl ControlLoop {
         let dropped = self.drop_exempt_flags(now);
         let forget_before = now.saturating_sub(crate::clock::micros(anomaly.window));
         let pending = self.engine.recorder().drain(forget_before);
+        self.report_untracked();
 
         let mut report = CycleReport {
             load_factor: scale.load_factor(),
@@ -195,6 +199,24 @@ impl ControlLoop {
             .control_cycle_duration
             .observe(started.elapsed().as_secs_f64());
         report
+    }
+
+    /// Counts and tells what the recorder had no room for since the last cycle: a flood of
+    /// made-up subjects can fill it, and then every new subject, abusive or not, goes unscored.
+    fn report_untracked(&mut self) {
+        let recorder = self.engine.recorder();
+        let total = recorder.dropped();
+        let new = total.saturating_sub(self.untracked_before);
+        self.untracked_before = total;
+        if new > 0 {
+            self.engine.metrics().untracked_events.inc_by(new);
+            tracing::warn!(
+                untracked = new,
+                capacity = recorder.capacity(),
+                "the abuse model tracks as many subjects as it can ({}): {new} decisions or reports of new subjects were not recorded since the last cycle, so those subjects are not scored until idle ones are forgotten",
+                recorder.capacity()
+            );
+        }
     }
 
     /// Reads the load sources (even when pinned: their gauges still tell operators what the

@@ -68,7 +68,7 @@ pub enum CheckError {
 /// The endpoint of a request URI: its path, without scheme, host, query or fragment (forward
 /// auth's `X-Original-URI`, Envoy's `:path`), as sent: [`EndpointPath`] normalises it. The
 /// query goes first, so a `://` in it (`/api/export?next=https://h/free`) names no origin, and
-/// only a URI that starts with a scheme (not with `/`) has an origin to drop.
+/// only a URI that starts with a scheme (not with `/`) has an origin (or a bare scheme) to drop.
 pub fn path_of(uri: &str) -> &str {
     let end = uri.find(['?', '#']).unwrap_or(uri.len());
     let before_query = &uri[..end];
@@ -77,7 +77,11 @@ pub fn path_of(uri: &str) -> &str {
         Some((scheme, rest)) if is_scheme(scheme) => {
             rest.find(['/', '\\']).map_or("/", |i| &rest[i..])
         }
-        _ => before_query,
+        // `http:/api` names a scheme and no host: its path is `/api`, as Go's parser reads it.
+        _ => match before_query.split_once(':') {
+            Some((scheme, rest)) if is_scheme(scheme) && rest.starts_with(['/', '\\']) => rest,
+            _ => before_query,
+        },
     };
     if path.is_empty() { "/" } else { path }
 }

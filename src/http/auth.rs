@@ -133,6 +133,14 @@ async fn decide(
 /// text or comes more than once: ratewarden and the backend could each read another copy (the
 /// first here, the last in many frameworks) and count one client as a fresh subject each time.
 fn header<'a>(headers: &'a HeaderMap, name: &str) -> Result<Option<&'a str>, Problem> {
+    // CGI and WSGI backends read `X_Api_Key` as `X-Api-Key` (both become HTTP_X_API_KEY), and
+    // Caddy passes it on: a copy by another spelling.
+    let underscored = name.replace('-', "_");
+    if underscored != name && headers.contains_key(underscored.as_str()) {
+        return Err(Problem::bad_request(format!(
+            "header {underscored} is refused: backends may read it as {name}; send {name} only"
+        )));
+    }
     let mut copies = headers.get_all(name).iter();
     let first = copies.next();
     if first.is_some() && copies.next().is_some() {
@@ -196,5 +204,10 @@ mod tests {
         assert_eq!(path_of("/a#https://h/b"), "/a");
         // WHATWG URL parsers end the host at a `\` too.
         assert_eq!(path_of("http://x\\api\\export"), "\\api\\export");
+        // A scheme with no host: the rest is the path (Go's parser reads it so).
+        assert_eq!(path_of("http:/api/export"), "/api/export");
+        assert_eq!(path_of("x:\\api/export?y"), "\\api/export");
+        assert_eq!(path_of("/api/a:/b"), "/api/a:/b");
+        assert_eq!(path_of("1x:/api/export"), "1x:/api/export");
     }
 }

@@ -83,6 +83,7 @@ pub struct Metrics {
     pub flagged_subjects: IntGauge,
     pub flags: IntCounterVec,
     pub novel_subjects: IntGauge,
+    pub untracked_events: IntCounter,
     pub control_cycle_duration: Histogram,
     pub tier_cache_requests: IntCounterVec,
     pub tier_lookup_errors: IntCounter,
@@ -214,6 +215,11 @@ const NOVEL_SUBJECTS: Family = Family {
     help: "Scored subjects with a feature outside the model's training range",
     labels: &[],
 };
+const UNTRACKED_EVENTS: Family = Family {
+    name: "ratewarden_anomaly_untracked_events_total",
+    help: "Decisions and reports the abuse model did not record because it already tracked as many subjects as it can: their subjects go unscored",
+    labels: &[],
+};
 const ABUSE_SCORE: Family = Family {
     name: "ratewarden_abuse_score",
     help: "Every abuse score of every control cycle",
@@ -330,6 +336,7 @@ impl Metrics {
             flagged_subjects: FLAGGED_SUBJECTS.int_gauge(&registry),
             flags: FLAGS.counter_vec(&registry),
             novel_subjects: NOVEL_SUBJECTS.int_gauge(&registry),
+            untracked_events: UNTRACKED_EVENTS.int_counter(&registry),
             abuse_score: ABUSE_SCORE.histogram(&registry, score_buckets()),
             control_cycle_duration: CONTROL_CYCLE_DURATION
                 .histogram(&registry, LATENCY_BUCKETS.to_vec()),

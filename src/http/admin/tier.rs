@@ -77,7 +77,7 @@ pub async fn put_tier(
         target: "audit",
         action = "set_tier",
         %subject,
-        ?tier,
+        tier = tier.as_deref().unwrap_or("none"),
         "admin set the stored tier of subject {subject}"
     );
     Ok(Json(TierView {
