@@ -39,8 +39,8 @@ fn decode<T: for<'de> Deserialize<'de>>(bytes: &[u8]) -> Result<T, CodecError> {
     ciborium::from_reader(bytes).map_err(|e| CodecError::Decode(e.to_string()))
 }
 
-/// [`Counters`] in field order. `overflow_sum` came last and reads 0 from a daemon of an
-/// earlier build, so its activity still counts during a rolling upgrade.
+/// [`Counters`] in field order. `overflow_sum` and then `longest_gap` came last and read 0
+/// from a daemon of an earlier build, so its activity still counts during a rolling upgrade.
 #[derive(Serialize, Deserialize)]
 struct CountersWire(
     u64,
@@ -55,6 +55,7 @@ struct CountersWire(
     u64,
     f64,
     f64,
+    #[serde(default)] f64,
     #[serde(default)] f64,
 );
 
@@ -74,6 +75,7 @@ impl From<&Counters> for CountersWire {
             c.gap_sum,
             c.gap_sum_sq,
             f64::from(c.overflow_sum),
+            c.longest_gap,
         )
     }
 }
@@ -94,6 +96,7 @@ impl From<CountersWire> for Counters {
             gap_sum: w.10,
             gap_sum_sq: w.11,
             overflow_sum: w.12 as f32,
+            longest_gap: w.13,
         }
     }
 }
@@ -243,7 +246,7 @@ mod tests {
     }
 
     #[test]
-    fn activity_of_a_build_without_overflow_counts_with_none() {
+    fn activity_of_a_build_without_overflow_or_longest_gap_counts_with_none() {
         type OlderCounters = (u64, u64, u64, u64, u64, u64, f64, u64, u64, u64, f64, f64);
         type OlderActivity = (u64, u64, OlderCounters, Vec<u64>, Vec<u64>);
         let older: Vec<OlderActivity> = vec![(
@@ -261,6 +264,8 @@ mod tests {
             (4, 2, 3.5)
         );
         assert_eq!(counters.overflow_sum, 0.0);
+        // Nor the longest gap: nothing is left out of that daemon's gaps.
+        assert_eq!(counters.longest_gap, 0.0);
     }
 
     #[test]

@@ -45,6 +45,9 @@ pub struct Counters {
     pub gaps: u64,
     pub gap_sum: f64,
     pub gap_sum_sq: f64,
+    /// The longest of those gaps (seconds): [`features_of`] leaves it out, so one pause is not
+    /// read as the subject's rhythm.
+    pub longest_gap: f64,
 }
 
 impl Default for Counters {
@@ -63,6 +66,7 @@ impl Default for Counters {
             gaps: 0,
             gap_sum: 0.0,
             gap_sum_sq: 0.0,
+            longest_gap: 0.0,
         }
     }
 }
@@ -85,6 +89,7 @@ impl Counters {
             self.gaps += 1;
             self.gap_sum += seconds;
             self.gap_sum_sq += seconds * seconds;
+            self.longest_gap = self.longest_gap.max(seconds);
         }
     }
 
@@ -113,6 +118,9 @@ impl Counters {
         self.gaps = self.gaps.saturating_add(other.gaps);
         self.gap_sum += other.gap_sum;
         self.gap_sum_sq += other.gap_sum_sq;
+        if other.longest_gap.is_finite() {
+            self.longest_gap = self.longest_gap.max(other.longest_gap);
+        }
     }
 }
 
@@ -166,18 +174,7 @@ pub fn features_of(c: &Counters, distinct_endpoints: u64, distinct_ips: u64) -> 
     }
     let requests = c.requests as f64;
     let per_request = |n: u64| n.min(c.requests) as f64 / requests;
-    let cv = if c.gaps >= 2 {
-        let n = c.gaps as f64;
-        let mean = c.gap_sum / n;
-        let variance = (c.gap_sum_sq / n - mean * mean).max(0.0);
-        if mean > 0.0 {
-            (variance.sqrt() / mean).min(MAX_CV)
-        } else {
-            0.0
-        }
-    } else {
-        0.0
-    };
+    let cv = regularity(c);
     let share_of_reports = |n: u64| {
         if c.reports == 0 {
             0.0
@@ -202,6 +199,29 @@ pub fn features_of(c: &Counters, distinct_endpoints: u64, distinct_ips: u64) -> 
         client_error_ratio: share_of_reports(c.client_errors),
         address_spread: distinct_ips.min(c.requests) as f64 / (requests + ADDRESS_SPREAD_DOUBT),
         limit_demand: demand(limit_usage, f64::from(c.overflow_sum)),
+    }
+}
+
+/// The coefficient of variation of the gaps, the longest left out: a subject that pauses
+/// between two runs of the same rhythm keeps that rhythm's figure (one huge gap among many
+/// short ones would otherwise read as irregular, and irregular as less abusive). Two pauses
+/// in one window still count one.
+fn regularity(c: &Counters) -> f64 {
+    let longest = if c.longest_gap.is_finite() {
+        c.longest_gap.clamp(0.0, c.gap_sum.max(0.0))
+    } else {
+        0.0
+    };
+    let Some(n) = c.gaps.checked_sub(1).filter(|&n| n >= 2) else {
+        return 0.0;
+    };
+    let n = n as f64;
+    let mean = (c.gap_sum - longest) / n;
+    let variance = ((c.gap_sum_sq - longest * longest) / n - mean * mean).max(0.0);
+    if mean > 0.0 && variance.is_finite() {
+        (variance.sqrt() / mean).min(MAX_CV)
+    } else {
+        0.0
     }
 }
 
@@ -252,6 +272,28 @@ mod tests {
             c.record_status(status);
         }
         assert_eq!(features_of(&c, 1, 1).client_error_ratio, 4.0 / 6.0);
+    }
+
+    #[test]
+    fn a_pause_between_two_runs_of_one_rhythm_leaves_the_rhythm_regular() {
+        let steady = |c: &mut Counters, from: Micros, count: u64| {
+            for i in 0..count {
+                c.record_request(from + i * 400_000, Some(400_000), LimitOutcome::default());
+            }
+        };
+        let mut c = Counters::default();
+        steady(&mut c, 0, 300);
+        c.record_request(1_800_000_000, Some(1_680_000_000), LimitOutcome::default());
+        steady(&mut c, 1_800_400_000, 100);
+        assert!(features_of(&c, 1, 1).interarrival_cv < 1e-3);
+        // A second pause is a gap like any other: the rhythm is no longer steady.
+        c.record_request(3_000_000_000, Some(1_160_000_000), LimitOutcome::default());
+        assert!(features_of(&c, 1, 1).interarrival_cv > 5.0);
+        // Two gaps are too few to call anything regular once the longest is left out.
+        let mut two = Counters::default();
+        two.record_request(0, Some(1_000_000), LimitOutcome::default());
+        two.record_request(0, Some(9_000_000), LimitOutcome::default());
+        assert_eq!(features_of(&two, 1, 1).interarrival_cv, 0.0);
     }
 
     #[test]

@@ -86,8 +86,8 @@ pub struct Features {
     pub not_found_ratio: f64,
     /// Share of reported upstream statuses that were another 4xx (400, 409, 422, 429, ...).
     pub other_client_error_ratio: f64,
-    /// Coefficient of variation of the gaps between requests (0 = a metronome; about 1 for
-    /// random arrivals; more for bursts); at most [`MAX_CV`].
+    /// Coefficient of variation of the gaps between requests, the window's longest left out
+    /// (0 = a metronome; about 1 for random arrivals; more for bursts); at most [`MAX_CV`].
     pub interarrival_cv: f64,
     /// Share of reported upstream statuses that were any 4xx: the three kinds above together.
     /// Abuse of every kind keeps doing what the API refuses; one kind alone says which abuse

@@ -27,7 +27,10 @@ struct Row {
     // where one f64 did.
     usage_sum: f32,
     overflow_sum: f32,
-    gap_sum: f64,
+    // f32 is ample for a sum of gaps (the squares keep f64: a steady subject's variance is a
+    // small difference of two large sums), and makes room for the longest gap.
+    gap_sum: f32,
+    longest_gap: f32,
     gap_sum_sq: f64,
     requests: u32,
     denied: u32,
@@ -52,6 +55,7 @@ impl Row {
             usage_sum: 0.0,
             overflow_sum: 0.0,
             gap_sum: 0.0,
+            longest_gap: 0.0,
             gap_sum_sq: 0.0,
             requests: 0,
             denied: 0,
@@ -81,7 +85,8 @@ impl Row {
         add(&mut self.gaps, c.gaps);
         self.usage_sum += c.usage_sum;
         self.overflow_sum += c.overflow_sum;
-        self.gap_sum += c.gap_sum;
+        self.gap_sum += c.gap_sum as f32;
+        self.longest_gap = self.longest_gap.max(c.longest_gap as f32);
         self.gap_sum_sq += c.gap_sum_sq;
         for &e in &pending.endpoints {
             self.endpoints.insert_hash(e);
@@ -102,8 +107,9 @@ impl Row {
             usage_sum: self.usage_sum,
             overflow_sum: self.overflow_sum,
             gaps: self.gaps.into(),
-            gap_sum: self.gap_sum,
+            gap_sum: self.gap_sum.into(),
             gap_sum_sq: self.gap_sum_sq,
+            longest_gap: self.longest_gap.into(),
             ..Counters::default()
         });
         total.endpoints.merge(&self.endpoints);
