@@ -7,14 +7,13 @@
 
 mod common;
 
-use common::daemon::{Connection, Daemon};
+use common::daemon::Daemon;
+use common::flood;
 use serde::Deserialize;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
 const SUBJECTS: u64 = 1_000_000;
-const BATCH: u64 = 1_000;
-const CLIENTS: usize = 4;
 /// The store's cap: under a third of the flood, so most of it is refused.
 const MAX_KEYS: u64 = 300_000;
 /// The documented bound (docs/benchmarks.md) on resident memory (peak, `VmHWM`) for this flood.
@@ -53,18 +52,6 @@ fn status_kib(pid: u32, field: &str) -> u64 {
         .unwrap_or_else(|| panic!("no {field} in /proc/{pid}/status"))
 }
 
-fn batch_request(index: u64) -> Vec<u8> {
-    let items: Vec<String> = (index * BATCH..(index + 1) * BATCH)
-        .map(|i| format!(r#"{{"user":"flood-{i:07}","endpoint":"/x"}}"#))
-        .collect();
-    let body = format!(r#"{{"requests":[{}]}}"#, items.join(","));
-    format!(
-        "POST /v1/check/batch HTTP/1.1\r\nHost: ratewarden\r\nContent-Type: application/json\r\nContent-Length: {}\r\n\r\n{body}",
-        body.len()
-    )
-    .into_bytes()
-}
-
 #[test]
 fn a_million_new_subjects_stay_under_the_memory_bound_and_past_max_keys_are_refused() {
     let dir = tempfile::tempdir().unwrap();
@@ -78,37 +65,21 @@ fn a_million_new_subjects_stay_under_the_memory_bound_and_past_max_keys_are_refu
     assert_eq!(daemon.post_json("/v1/check", known).0, 200);
     let rss_before = status_kib(daemon.pid(), "VmRSS");
 
-    let next = AtomicU64::new(0);
     let allowed = AtomicU64::new(0);
     let refused = AtomicU64::new(0);
     let started = Instant::now();
-    std::thread::scope(|scope| {
-        for _ in 0..CLIENTS {
-            scope.spawn(|| {
-                let mut connection = Connection::open(daemon.addr).expect("connects");
-                loop {
-                    let index = next.fetch_add(1, Ordering::Relaxed);
-                    if index >= SUBJECTS / BATCH {
-                        break;
-                    }
-                    let reply = connection
-                        .exchange(&batch_request(index), false)
-                        .expect("a batch is answered");
-                    assert_eq!(reply.status, 200, "{}", reply.text());
-                    let batch: Batch = serde_json::from_slice(&reply.body).expect("batch JSON");
-                    assert_eq!(batch.results.len() as u64, BATCH);
-                    for item in batch.results {
-                        if item.allowed {
-                            allowed.fetch_add(1, Ordering::Relaxed);
-                        } else {
-                            // The one refusal max_keys makes: clear, and marked degraded.
-                            assert_eq!(item.reason.as_deref(), Some("store_unavailable"));
-                            assert!(item.degraded);
-                            refused.fetch_add(1, Ordering::Relaxed);
-                        }
-                    }
-                }
-            });
+    flood::send(daemon.addr, "flood", SUBJECTS, |reply| {
+        let batch: Batch = serde_json::from_slice(&reply.body).expect("batch JSON");
+        assert_eq!(batch.results.len() as u64, flood::BATCH);
+        for item in batch.results {
+            if item.allowed {
+                allowed.fetch_add(1, Ordering::Relaxed);
+            } else {
+                // The one refusal max_keys makes: clear, and marked degraded.
+                assert_eq!(item.reason.as_deref(), Some("store_unavailable"));
+                assert!(item.degraded);
+                refused.fetch_add(1, Ordering::Relaxed);
+            }
         }
     });
     let elapsed = started.elapsed();

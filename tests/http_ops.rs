@@ -260,9 +260,20 @@ async fn forward_auth_trusts_forwarded_for_and_tier_when_the_policy_says_so() {
     ] {
         get(&app.router, "/v1/auth", &headers).await.assert_problem(
             StatusCode::BAD_REQUEST,
-            "header X_Client is refused: backends may read it as X-Client; send X-Client only",
+            "header x_client is refused: backends may read it as X-Client; send X-Client only",
         );
     }
+    // Underscores and dashes mixed fold to the same variable too.
+    get(
+        &app.router,
+        "/v1/auth",
+        &[("X-Original-URI", "/x"), ("X_Original-URI", "/free")],
+    )
+    .await
+    .assert_problem(
+        StatusCode::BAD_REQUEST,
+        "header x_original-uri is refused: backends may read it as X-Original-URI; send X-Original-URI only",
+    );
 }
 
 #[tokio::test]

@@ -100,6 +100,8 @@ impl FleetWindow {
     /// Every subject with requests in the window at `now`, and its features.
     pub fn observed(&mut self, now: Micros) -> Vec<(KeyHash, SubjectFeatures)> {
         self.window.expire(now);
+        // As a daemon's own window: what the daemons' recorders let in stays bounded.
+        self.window.forget_lightest(crate::engine::TRACKED_SUBJECTS);
         self.window
             .totals(now)
             .map(|(subject, activity)| (subject, super::observe(&activity)))

@@ -167,10 +167,12 @@ impl ControlLoop {
             }
             None => None,
         };
+        let capacity = self.engine.recorder().capacity();
         let verdict = match fleet {
             None => Some(on_blocking_thread(|| {
                 self.window.add_all(now, &pending);
                 self.window.expire(now);
+                self.window.forget_lightest(capacity);
                 let totals: Vec<(KeyHash, SubjectFeatures)> = self
                     .window
                     .totals(now)
@@ -213,7 +215,7 @@ impl ControlLoop {
             tracing::warn!(
                 untracked = new,
                 capacity = recorder.capacity(),
-                "the abuse model tracks as many subjects as it can ({}): {new} decisions or reports of new subjects were not recorded since the last cycle, so those subjects are not scored until idle ones are forgotten",
+                "the abuse model tracked as many subjects as it can ({}): {new} decisions or reports of new subjects were not recorded since the last cycle; each cycle forgets the subjects with the fewest requests to make room",
                 recorder.capacity()
             );
         }

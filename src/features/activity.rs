@@ -85,7 +85,9 @@ impl Counters {
         self.first = self.first.min(at);
         self.last = self.last.max(at);
         if let Some(gap) = gap {
-            let seconds = gap as f64 / 1e6;
+            // In f32 steps, as window rows keep the longest gap: its square, taken out of the
+            // sum of squares again, is then exactly the square that went in.
+            let seconds = f64::from((gap as f64 / 1e6) as f32);
             self.gaps += 1;
             self.gap_sum += seconds;
             self.gap_sum_sq += seconds * seconds;

@@ -3,7 +3,10 @@
 //!
 //! Sharded mutexes keep recording to a short, rarely contended critical section. Memory is
 //! bounded: at most [`Recorder::capacity`] subjects are tracked; past that, new subjects are not
-//! recorded until idle ones are forgotten (counted in [`Recorder::dropped`]).
+//! recorded (counted in [`Recorder::dropped`]) until a drain makes room. A drain forgets idle
+//! subjects, and when a shard is nearly full, its lightest subjects too (fewest requests): a
+//! flood of made-up subjects, a request or two each, then gives way to the next newcomers
+//! instead of shutting them all out for a window.
 
 use super::{Counters, LimitOutcome};
 use crate::clock::Micros;
@@ -35,14 +38,22 @@ fn insert_distinct<const N: usize>(set: &mut SmallVec<[u64; N]>, value: u64) {
 
 /// One shard: pending activity of the subjects active since the last drain, and when each
 /// subject recently seen last made a request. Kept apart so that an idle subject costs only its
-/// last time (16 bytes, keyed by 64 bits of its hash: a collision, about one in 10^9 among a
+/// [`Seen`] (24 bytes, keyed by 64 bits of its hash: a collision, about one in 10^9 among a
 /// shard's subjects, at worst skews one interarrival gap), not a whole pending record.
 #[derive(Default)]
 struct Shard {
     pending: HashMap<KeyHash, NewActivity>,
-    last_seen: HashMap<u64, Micros>,
+    last_seen: HashMap<u64, Seen>,
     /// Subjects in `pending` or `last_seen`, counted against the capacity.
     tracked: usize,
+}
+
+/// A tracked subject's last request, and how many of its requests were counted since it was
+/// first tracked: what decides who is forgotten first when a shard is nearly full.
+#[derive(Debug, Clone, Copy)]
+struct Seen {
+    last: Micros,
+    requests: u32,
 }
 
 fn seen_key(subject: KeyHash) -> u64 {
@@ -85,7 +96,7 @@ impl Recorder {
     fn with_pending(&self, subject: KeyHash, f: impl FnOnce(&mut NewActivity, Option<Micros>)) {
         let mut shard = self.shards[(subject.0 as usize) % SHARDS].lock();
         let shard = &mut *shard;
-        let seen = shard.last_seen.get(&seen_key(subject)).copied();
+        let seen = shard.last_seen.get(&seen_key(subject)).map(|s| s.last);
         if let Some(pending) = shard.pending.get_mut(&subject) {
             let previous = if pending.counters.requests > 0 {
                 Some(pending.counters.last.max(seen.unwrap_or(0)))
@@ -131,20 +142,31 @@ impl Recorder {
     }
 
     /// Takes every subject's pending activity, and forgets subjects whose last request was
-    /// before `forget_before`.
+    /// before `forget_before`, then the lightest of a shard past nine tenths of its share of
+    /// the capacity, down to three quarters of it.
     pub fn drain(&self, forget_before: Micros) -> Vec<(KeyHash, NewActivity)> {
+        let share = self.capacity / SHARDS;
         let mut drained = Vec::new();
         for shard in self.shards.iter() {
             let mut shard = shard.lock();
             let shard = &mut *shard;
             let pending = std::mem::take(&mut shard.pending);
             for (subject, activity) in &pending {
-                if activity.counters.requests > 0 {
-                    let last = shard.last_seen.entry(seen_key(*subject)).or_insert(0);
-                    *last = (*last).max(activity.counters.last);
+                let c = &activity.counters;
+                if c.requests > 0 {
+                    let seen = shard.last_seen.entry(seen_key(*subject)).or_insert(Seen {
+                        last: 0,
+                        requests: 0,
+                    });
+                    seen.last = seen.last.max(c.last);
+                    let requests = u32::try_from(c.requests).unwrap_or(u32::MAX);
+                    seen.requests = seen.requests.saturating_add(requests);
                 }
             }
-            shard.last_seen.retain(|_, last| *last >= forget_before);
+            shard.last_seen.retain(|_, seen| seen.last >= forget_before);
+            if shard.last_seen.len() > share - share / 10 {
+                forget_lightest(&mut shard.last_seen, share - share / 4);
+            }
             let forgotten = shard.tracked.saturating_sub(shard.last_seen.len());
             shard.tracked = shard.last_seen.len();
             self.tracked.fetch_sub(forgotten, Ordering::Relaxed);
@@ -155,5 +177,87 @@ impl Recorder {
             );
         }
         drained
+    }
+}
+
+/// Forgets the subjects with the fewest requests until `keep` remain (which of those tied at
+/// the cut-off go is arbitrary).
+fn forget_lightest(seen: &mut HashMap<u64, Seen>, keep: usize) {
+    let Some(excess) = seen.len().checked_sub(keep).filter(|&n| n > 0) else {
+        return;
+    };
+    let mut counts: Vec<u32> = seen.values().map(|s| s.requests).collect();
+    let cut = *counts.select_nth_unstable(excess - 1).1;
+    let below = counts.iter().filter(|&&n| n < cut).count();
+    let mut at_cut = excess - below;
+    seen.retain(|_, s| {
+        if s.requests < cut {
+            return false;
+        }
+        if s.requests == cut && at_cut > 0 {
+            at_cut -= 1;
+            return false;
+        }
+        true
+    });
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn subject(n: u64) -> KeyHash {
+        // Distinct high halves (the key of `last_seen`), all in shard 0.
+        KeyHash((u128::from(n) << 64) | (SHARDS as u128))
+    }
+
+    #[test]
+    fn a_nearly_full_recorder_forgets_its_lightest_subjects_and_takes_newcomers() {
+        // One shard's share is 100 subjects; every subject here lands in shard 0.
+        let recorder = Recorder::new(100 * SHARDS);
+        let outcome = LimitOutcome::default();
+        for n in 0..10 {
+            for i in 0..30 {
+                recorder.record_request(subject(n), i, 0, None, outcome);
+            }
+        }
+        for n in 10..95 {
+            recorder.record_request(subject(n), 0, 0, None, outcome);
+        }
+        recorder.drain(0);
+        // 95 tracked, past 90 of 100: the one-request subjects go down to 75 in all.
+        assert_eq!(recorder.tracked(), 75);
+        for n in 0..10 {
+            assert!(
+                recorder.shards[0]
+                    .lock()
+                    .last_seen
+                    .contains_key(&seen_key(subject(n)))
+            );
+        }
+        // Room again: a newcomer is recorded, nothing is dropped.
+        recorder.record_request(subject(1000), 5, 0, None, outcome);
+        assert_eq!(recorder.dropped(), 0);
+        assert_eq!(recorder.tracked(), 76);
+    }
+
+    #[test]
+    fn forgetting_the_lightest_cuts_ties_to_exactly_what_must_go() {
+        let mut seen: HashMap<u64, Seen> = (0..10u64)
+            .map(|n| {
+                (
+                    n,
+                    Seen {
+                        last: 0,
+                        requests: if n < 6 { 1 } else { 9 },
+                    },
+                )
+            })
+            .collect();
+        forget_lightest(&mut seen, 7);
+        assert_eq!(seen.len(), 7);
+        assert_eq!(seen.values().filter(|s| s.requests == 9).count(), 4);
+        forget_lightest(&mut seen, 9);
+        assert_eq!(seen.len(), 7);
     }
 }

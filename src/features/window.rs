@@ -27,9 +27,10 @@ struct Row {
     // where one f64 did.
     usage_sum: f32,
     overflow_sum: f32,
-    // f32 is ample for a sum of gaps (the squares keep f64: a steady subject's variance is a
-    // small difference of two large sums), and makes room for the longest gap.
-    gap_sum: f32,
+    // The gaps but the longest, and the longest apart, in f32: the short gaps of a steady
+    // subject stay exact next to a long pause (one f32 sum of both would round them away). The
+    // squares keep f64: a steady subject's variance is a small difference of two large sums.
+    gap_rest: f32,
     longest_gap: f32,
     gap_sum_sq: f64,
     requests: u32,
@@ -54,7 +55,7 @@ impl Row {
             bucket,
             usage_sum: 0.0,
             overflow_sum: 0.0,
-            gap_sum: 0.0,
+            gap_rest: 0.0,
             longest_gap: 0.0,
             gap_sum_sq: 0.0,
             requests: 0,
@@ -85,8 +86,20 @@ impl Row {
         add(&mut self.gaps, c.gaps);
         self.usage_sum += c.usage_sum;
         self.overflow_sum += c.overflow_sum;
-        self.gap_sum += c.gap_sum as f32;
-        self.longest_gap = self.longest_gap.max(c.longest_gap as f32);
+        let new_longest = if c.longest_gap.is_finite() {
+            c.longest_gap.clamp(0.0, c.gap_sum.max(0.0))
+        } else {
+            0.0
+        };
+        let new_rest = c.gap_sum - new_longest;
+        let kept = f64::from(self.longest_gap);
+        let (longest, shorter) = if new_longest > kept {
+            (new_longest, kept)
+        } else {
+            (kept, new_longest)
+        };
+        self.gap_rest = (f64::from(self.gap_rest) + new_rest + shorter) as f32;
+        self.longest_gap = longest as f32;
         self.gap_sum_sq += c.gap_sum_sq;
         for &e in &pending.endpoints {
             self.endpoints.insert_hash(e);
@@ -107,7 +120,7 @@ impl Row {
             usage_sum: self.usage_sum,
             overflow_sum: self.overflow_sum,
             gaps: self.gaps.into(),
-            gap_sum: self.gap_sum.into(),
+            gap_sum: f64::from(self.gap_rest) + f64::from(self.longest_gap),
             gap_sum_sq: self.gap_sum_sq,
             longest_gap: self.longest_gap.into(),
             ..Counters::default()
@@ -239,6 +252,49 @@ impl ActivityWindow {
         }
     }
 
+    /// Past `max` subjects, forgets the lightest (fewest requests in the window) until three
+    /// quarters of `max` remain, and returns how many went. The recorder sheds its lightest
+    /// subjects when it is nearly full, so newcomers keep being let in; this keeps what they
+    /// leave behind from outgrowing memory in their place.
+    pub fn forget_lightest(&mut self, max: usize) -> usize {
+        if self.rows.len() <= max {
+            return 0; // a subject has at least one row
+        }
+        let requests: Vec<u64> = self
+            .rows
+            .chunk_by(|a, b| a.subject == b.subject)
+            .map(|rows| rows.iter().map(|r| u64::from(r.requests)).sum())
+            .collect();
+        let Some(excess) = requests
+            .len()
+            .checked_sub(max - max / 4)
+            .filter(|_| requests.len() > max)
+        else {
+            return 0;
+        };
+        let mut sorted = requests.clone();
+        let cut = *sorted.select_nth_unstable(excess - 1).1;
+        let mut at_cut = excess - requests.iter().filter(|&&n| n < cut).count();
+        let forget: Vec<bool> = requests
+            .iter()
+            .map(|&n| {
+                let tied = n == cut && at_cut > 0;
+                at_cut -= usize::from(tied);
+                n < cut || tied
+            })
+            .collect();
+        let mut subject = 0;
+        let mut previous = None;
+        self.rows.retain(|row| {
+            if previous.is_some_and(|p| p != row.subject) {
+                subject += 1;
+            }
+            previous = Some(row.subject);
+            !forget[subject]
+        });
+        excess
+    }
+
     /// The activity of one subject over the window at `now`.
     pub fn activity(&self, subject: KeyHash, now: Micros) -> Option<SubjectActivity> {
         let start = self.rows.partition_point(|r| r.subject < subject);
@@ -293,6 +349,7 @@ const _: () = assert!(std::mem::size_of::<Row>() <= 144);
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::features::LimitOutcome;
     use proptest::prelude::*;
     use std::collections::BTreeMap;
 
@@ -301,6 +358,57 @@ mod tests {
         pending.counters.requests = 1;
         pending.counters.usage_sum = usage;
         pending
+    }
+
+    #[test]
+    fn a_pause_kept_in_a_row_leaves_a_steady_rhythm_steady_to_the_last_microsecond() {
+        // A request, a pause of 1500.00003 s, then 60 requests 10 ms apart over two buckets: the
+        // pause is left out exactly (rows keep the longest gap in f32), whatever its length.
+        for pause in [1_500_000_030, 1_500_000_061, 1_500_000_062, 67_500_003] {
+            let mut window = ActivityWindow::new(Duration::from_secs(1800));
+            let mut first = NewActivity::default();
+            first
+                .counters
+                .record_request(0, None, LimitOutcome::default());
+            first
+                .counters
+                .record_request(pause, Some(pause), LimitOutcome::default());
+            let mut rest = NewActivity::default();
+            for i in 1..60 {
+                let pending = if i < 20 { &mut first } else { &mut rest };
+                let at = pause + i * 10_000;
+                pending
+                    .counters
+                    .record_request(at, Some(10_000), LimitOutcome::default());
+            }
+            let subject = KeyHash(1);
+            window.add_all_to_bucket(1, &[(subject, first)]);
+            window.add_all_to_bucket(2, &[(subject, rest)]);
+            let total = window.activity(subject, 3 * window.bucket_len()).unwrap();
+            let cv = total.features().interarrival_cv;
+            assert!(cv < 1e-3, "pause {pause} µs: cv {cv}");
+        }
+    }
+
+    #[test]
+    fn a_window_past_its_cap_forgets_its_lightest_subjects_whole() {
+        let mut window = ActivityWindow::new(Duration::from_secs(60));
+        // Subject n has n + 1 requests, spread over two buckets.
+        for n in 0..10u128 {
+            for i in 0..=n {
+                let bucket = 1 + (i % 2) as u64;
+                window.add_all_to_bucket(bucket, &[(KeyHash(n), one_request(0.1))]);
+            }
+        }
+        assert_eq!(window.forget_lightest(10), 0);
+        assert_eq!(window.forget_lightest(8), 4);
+        let now = 3 * window.bucket_len();
+        let left: Vec<(u128, u64)> = window
+            .totals(now)
+            .map(|(s, a)| (s.0, a.counters.requests))
+            .collect();
+        assert_eq!(left, (4..10).map(|n| (n, n as u64 + 1)).collect::<Vec<_>>());
+        assert_eq!(window.len(), 6);
     }
 
     proptest! {

@@ -133,12 +133,13 @@ async fn decide(
 /// text or comes more than once: ratewarden and the backend could each read another copy (the
 /// first here, the last in many frameworks) and count one client as a fresh subject each time.
 fn header<'a>(headers: &'a HeaderMap, name: &str) -> Result<Option<&'a str>, Problem> {
-    // CGI and WSGI backends read `X_Api_Key` as `X-Api-Key` (both become HTTP_X_API_KEY), and
-    // Caddy passes it on: a copy by another spelling.
-    let underscored = name.replace('-', "_");
-    if underscored != name && headers.contains_key(underscored.as_str()) {
+    // CGI and WSGI backends read `X_Api_Key`, `X-Api_Key` and `X-Api-Key` as one header (each
+    // becomes HTTP_X_API_KEY), and Caddy passes them on: a copy by another spelling.
+    if let Some(other) = headers.keys().find(|other| {
+        other.as_str() != name.to_ascii_lowercase() && same_for_cgi(other.as_str(), name)
+    }) {
         return Err(Problem::bad_request(format!(
-            "header {underscored} is refused: backends may read it as {name}; send {name} only"
+            "header {other} is refused: backends may read it as {name}; send {name} only"
         )));
     }
     let mut copies = headers.get_all(name).iter();
@@ -149,6 +150,18 @@ fn header<'a>(headers: &'a HeaderMap, name: &str) -> Result<Option<&'a str>, Pro
         )));
     }
     first.map_or(Ok(None), |value| text(name, value))
+}
+
+/// Header names a CGI gateway maps to one variable: alike but for case, `-` and `_`.
+fn same_for_cgi(a: &str, b: &str) -> bool {
+    let fold = |c: u8| {
+        if c == b'_' {
+            b'-'
+        } else {
+            c.to_ascii_lowercase()
+        }
+    };
+    a.len() == b.len() && a.bytes().zip(b.bytes()).all(|(x, y)| fold(x) == fold(y))
 }
 
 /// The first line of a list header that may come in several lines (RFC 9110 §5.3: they read as

@@ -2,6 +2,7 @@
 #![allow(dead_code)]
 
 pub mod daemon;
+pub mod flood;
 pub mod http;
 pub mod logs;
 pub mod on_error;

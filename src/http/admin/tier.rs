@@ -73,13 +73,22 @@ pub async fn put_tier(
             SetTierError::UnknownTier(_) => Problem::bad_request(format!("field `tier`: {e}")),
             SetTierError::Store(error) => store_problem(error),
         })?;
-    tracing::info!(
-        target: "audit",
-        action = "set_tier",
-        %subject,
-        tier = tier.as_deref().unwrap_or("none"),
-        "admin set the stored tier of subject {subject}"
-    );
+    match tier.as_deref() {
+        Some(tier) => tracing::info!(
+            target: "audit",
+            action = "set_tier",
+            %subject,
+            tier,
+            "admin set the stored tier of subject {subject}"
+        ),
+        None => tracing::info!(
+            target: "audit",
+            action = "set_tier",
+            %subject,
+            cleared = true,
+            "admin cleared the stored tier of subject {subject}"
+        ),
+    }
     Ok(Json(TierView {
         subject: subject.to_string(),
         tier,
