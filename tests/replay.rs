@@ -3,7 +3,7 @@
 //! table matches a direct count over its per-request decisions and its plot is a PNG;
 //! malformed input is counted and reported, never a panic; bad inputs and settings are refused
 //! with exact messages; gzip and RFC 3339 times replay like plain lines; `load` denials only
-//! under a pinned load factor; an enumerator that pauses and resumes stays flagged.
+//! under a pinned load factor; an enumerator that pauses or sends in bursts stays flagged.
 
 mod common;
 
@@ -34,5 +34,5 @@ mod differential;
 #[path = "replay/upstream.rs"]
 mod upstream;
 
-#[path = "replay/pause.rs"]
-mod pause;
+#[path = "replay/evasion.rs"]
+mod evasion;

@@ -87,7 +87,7 @@ pub struct Features {
     /// Share of reported upstream statuses that were another 4xx (400, 409, 422, 429, ...).
     pub other_client_error_ratio: f64,
     /// Coefficient of variation of the gaps between requests, the window's longest left out
-    /// (0 = a metronome; about 1 for random arrivals; more for bursts); at most [`MAX_CV`].
+    /// (0 = a metronome; about 1 for random arrivals), at most [`MAX_CV`]: bursts read as random.
     pub interarrival_cv: f64,
     /// Share of reported upstream statuses that were any 4xx: the three kinds above together.
     /// Abuse of every kind keeps doing what the API refuses; one kind alone says which abuse
@@ -116,8 +116,10 @@ pub struct SubjectFeatures {
     pub requests: u64,
 }
 
-/// Where the coefficient of variation is capped, so one huge gap cannot dominate the model.
-pub const MAX_CV: f64 = 10.0;
+/// Where the coefficient of variation is capped: random arrivals. Burstier timing reads the same,
+/// because bursts and pauses are what an abuser can add at will (stopping and starting costs it
+/// nothing): irregular timing may say "not a metronome", never "less abusive than random".
+pub const MAX_CV: f64 = 1.0;
 
 impl Features {
     /// The inverse of [`Features::to_array`]; `None` unless exactly the right count.

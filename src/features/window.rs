@@ -257,21 +257,17 @@ impl ActivityWindow {
     /// subjects when it is nearly full, so newcomers keep being let in; this keeps what they
     /// leave behind from outgrowing memory in their place.
     pub fn forget_lightest(&mut self, max: usize) -> usize {
-        if self.rows.len() <= max {
-            return 0; // a subject has at least one row
+        // A subject has at least one row; counting subjects is one pass without allocating,
+        // which a control cycle pays only once the rows outnumber `max`.
+        if self.rows.len() <= max || self.len() <= max {
+            return 0;
         }
         let requests: Vec<u64> = self
             .rows
             .chunk_by(|a, b| a.subject == b.subject)
             .map(|rows| rows.iter().map(|r| u64::from(r.requests)).sum())
             .collect();
-        let Some(excess) = requests
-            .len()
-            .checked_sub(max - max / 4)
-            .filter(|_| requests.len() > max)
-        else {
-            return 0;
-        };
+        let excess = requests.len() - (max - max / 4);
         let mut sorted = requests.clone();
         let cut = *sorted.select_nth_unstable(excess - 1).1;
         let mut at_cut = excess - requests.iter().filter(|&&n| n < cut).count();

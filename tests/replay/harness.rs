@@ -75,6 +75,25 @@ pub fn replay_report(dir: &Path, policy: &Path, log: &Path, extra: &[&str]) -> (
     (read_json(&report), run.stdout)
 }
 
+/// `ratewarden replay --policy POLICY --log LOG --decisions` into `dir`, which must succeed:
+/// every request's decision.
+pub fn replay_decisions(dir: &Path, policy: &Path, log: &Path) -> Vec<Value> {
+    let decisions = dir.join("decisions.jsonl");
+    replay(
+        &[
+            "--policy",
+            policy.to_str().unwrap(),
+            "--log",
+            log.to_str().unwrap(),
+            "--decisions",
+            decisions.to_str().unwrap(),
+        ],
+        &[],
+    )
+    .assert_ok();
+    read_decisions(&decisions)
+}
+
 pub fn read_json(path: &Path) -> Value {
     let text = std::fs::read_to_string(path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
     serde_json::from_str(&text).expect("valid JSON")
