@@ -53,13 +53,18 @@ fn a_policy_created_anew_by_a_slow_writer_is_read_once_it_is_closed() {
     let policy = dir.path().join("policy.yaml");
     std::fs::write(&policy, SHIPPED).unwrap();
     let mut daemon = Daemon::start(&policy, &[]);
+    // The old file kept by another name, so the new one cannot reuse its inode (as it often
+    // does on a quiet file system) and is another file to the daemon's poll.
+    std::fs::hard_link(&policy, dir.path().join("policy.yaml.bak")).unwrap();
     std::fs::remove_file(&policy).unwrap();
     let edited = SHIPPED.replace("requests: 100,", "requests: 150,");
     let half = edited.find("endpoints:").unwrap();
     let mut file = std::fs::File::create(&policy).unwrap();
     file.write_all(&edited.as_bytes()[..half]).unwrap();
     file.flush().unwrap();
-    std::thread::sleep(Duration::from_millis(2500));
+    // Over two polls of the files (2 s each): another file behind the path, unchanged for a
+    // whole poll, is what a swapped folder looks like, but the watch saw this one created.
+    std::thread::sleep(Duration::from_millis(4500));
     file.write_all(&edited.as_bytes()[half..]).unwrap();
     drop(file);
     std::thread::sleep(Duration::from_millis(1500));

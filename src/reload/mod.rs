@@ -223,7 +223,7 @@ impl Reloader {
     /// returns (so a change right after start-up is not missed); reloads run on a task.
     pub fn spawn_watch(self) {
         let (tx, mut rx) = mpsc::channel::<&'static str>(16);
-        let mut _watcher = watch::file(&self.path, POLICY_CHANGE, POLICY_ATTRIBUTES, tx.clone());
+        let mut _watcher = watch::file(&self.path, POLICY, tx.clone());
         let mut watches = Watches::default();
         self.follow(&mut watches, &tx);
         #[cfg(unix)]
@@ -256,12 +256,7 @@ impl Reloader {
                             // Another file behind the path (read by a reload already, or to
                             // be read now): its folder may be another one too.
                             if policy_moved {
-                                _watcher = watch::file(
-                                    &self.path,
-                                    POLICY_CHANGE,
-                                    POLICY_ATTRIBUTES,
-                                    tx.clone(),
-                                );
+                                _watcher = watch::file(&self.path, POLICY, tx.clone());
                             }
                             if model_moved {
                                 watches.model = None;
@@ -276,6 +271,9 @@ impl Reloader {
                     }
                 };
                 let Some(trigger) = trigger else { break };
+                if self.note_writing(trigger) {
+                    continue;
+                }
                 // New permissions matter only to a file that could not be read: a reload for
                 // every `touch` would reset the thresholds set through the admin API.
                 let trigger = match trigger {
@@ -290,6 +288,9 @@ impl Reloader {
                 tokio::time::sleep(Duration::from_millis(100)).await;
                 let mut policy_too = trigger != MODEL_CHANGE;
                 while let Ok(next) = rx.try_recv() {
+                    if self.note_writing(next) {
+                        continue;
+                    }
                     policy_too |=
                         !matches!(next, MODEL_CHANGE | MODEL_ATTRIBUTES | POLICY_ATTRIBUTES);
                 }
@@ -327,6 +328,18 @@ impl Reloader {
         });
     }
 
+    /// Whether `signal` says a watched file is being written (noted, so that the poll leaves
+    /// it to the watch, which reports its writer's close), rather than a reason to reload.
+    fn note_writing(&self, signal: &str) -> bool {
+        let mut stamps = self.stamps.lock();
+        match signal {
+            s if s == POLICY.writing => stamps.policy.being_written(),
+            s if s == MODEL.writing => stamps.model.being_written(),
+            _ => return false,
+        }
+        true
+    }
+
     /// Watches the model's folder once it exists; true when the model file is there too.
     fn model_folder_appeared(
         &self,
@@ -355,7 +368,7 @@ impl Reloader {
         if model_moved {
             watches.model_watcher = model
                 .as_deref()
-                .and_then(|model| watch::file(model, MODEL_CHANGE, MODEL_ATTRIBUTES, tx.clone()));
+                .and_then(|model| watch::file(model, MODEL, tx.clone()));
             watches.model_folder_missing = watches.model_watcher.is_none()
                 && model
                     .as_deref()
@@ -391,12 +404,23 @@ struct Watches {
     model_folder_missing: bool,
 }
 
-/// What the watches and the poll send the reload task: the trigger a reload logs, or that a
-/// file's permissions changed (a reload only if its last read failed).
-const POLICY_CHANGE: &str = "file change";
-const POLICY_ATTRIBUTES: &str = "file permissions change";
-const MODEL_CHANGE: &str = "model change";
-const MODEL_ATTRIBUTES: &str = "model permissions change";
+/// What the watches and the poll send the reload task: the trigger a reload logs, that a
+/// file's permissions changed (a reload only if its last read failed), or that it was
+/// created and is being written (no reload: its writer's close comes next).
+const POLICY: watch::Signals = watch::Signals {
+    written: "file change",
+    attributes: "file permissions change",
+    writing: "file being written",
+};
+const MODEL: watch::Signals = watch::Signals {
+    written: "model change",
+    attributes: "model permissions change",
+    writing: "model being written",
+};
+const POLICY_CHANGE: &str = POLICY.written;
+const POLICY_ATTRIBUTES: &str = POLICY.attributes;
+const MODEL_CHANGE: &str = MODEL.written;
+const MODEL_ATTRIBUTES: &str = MODEL.attributes;
 
 /// How often a model folder that does not exist yet is looked for.
 const FOLDER_POLL: Duration = Duration::from_secs(2);

@@ -7,7 +7,9 @@
 //! (device and inode, through symlinks) with the one read last; another file, the same for a
 //! whole poll, triggers a reload (and the watches are made again, on the folder now there).
 //! Only a new file counts: one written in place keeps its inode, and is read when its writer
-//! closes it (the watch's event), never half-way because a writer paused. A read that failed
+//! closes it (the watch's event), never half-way because a writer paused. A new file the watch
+//! saw created is left to the watch too, however long its writer pauses: the poll is for what
+//! no watch sees. A read that failed
 //! for want of file descriptors or memory is tried again a poll later, any other failed read
 //! once a minute: a file that cannot be read does not flood the log with its refusal.
 
@@ -65,6 +67,8 @@ pub(super) struct Stamp {
     watched: Option<Identity>,
     /// After a failed read: when to try the file again.
     retry_at: Option<Instant>,
+    /// A file the watch saw being written, whose writer's close the watch reports.
+    writing: Option<Identity>,
 }
 
 impl Stamp {
@@ -77,6 +81,7 @@ impl Stamp {
             read,
             watched: read,
             retry_at: None,
+            writing: None,
         }
     }
 
@@ -91,6 +96,13 @@ impl Stamp {
     pub(super) fn reading(&mut self) {
         self.read = self.path.as_deref().and_then(Identity::of);
         self.retry_at = None;
+        self.writing = None;
+    }
+
+    /// The watch saw the file behind the path created, not yet closed: the watch, not the
+    /// poll, reads it (when its writer closes it).
+    pub(super) fn being_written(&mut self) {
+        self.writing = self.path.as_deref().and_then(Identity::of);
     }
 
     /// Whether the last read failed (a change of the file's permissions may let it be read).
@@ -144,7 +156,10 @@ impl Stamp {
         let current = Identity::of(path);
         let settled = current.is_some() && current == self.polled;
         self.polled = current;
-        settled && !same_file(current, self.read) && self.retry_at.is_none_or(|at| now >= at)
+        settled
+            && !same_file(current, self.read)
+            && !same_file(current, self.writing)
+            && self.retry_at.is_none_or(|at| now >= at)
     }
 }
 
@@ -197,6 +212,30 @@ mod tests {
             !stamp.settled_change(now) && !stamp.settled_change(now),
             "gone"
         );
+    }
+
+    #[test]
+    fn a_new_file_the_watch_saw_being_written_is_left_to_the_watch() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("policy.yaml");
+        std::fs::write(&path, "a").unwrap();
+        let now = Instant::now();
+        let mut stamp = Stamp::new(Some(&path));
+        // `rm policy.yaml && generate > policy.yaml`, the generator pausing for polls.
+        std::fs::remove_file(&path).unwrap();
+        std::fs::write(&path, "half").unwrap();
+        stamp.being_written();
+        for _ in 0..3 {
+            assert!(!stamp.settled_change(now), "its writer has not closed it");
+        }
+        stamp.reading();
+        assert!(!stamp.settled_change(now), "read at the close");
+        // Another file behind the path that no watch saw (a folder swapped): the poll reads it.
+        let new = dir.path().join("new.yaml");
+        std::fs::write(&new, "whole").unwrap();
+        std::fs::rename(&new, &path).unwrap();
+        assert!(!stamp.settled_change(now));
+        assert!(stamp.settled_change(now));
     }
 
     #[test]

@@ -17,13 +17,22 @@ use std::ffi::OsString;
 use std::path::{Component, Path};
 use tokio::sync::mpsc;
 
+/// What a file's watch sends the reload task.
+#[derive(Debug, Clone, Copy)]
+pub(super) struct Signals {
+    /// The file was written: closed after writing, or renamed into place.
+    pub written: &'static str,
+    /// Only its permissions or owner changed.
+    pub attributes: &'static str,
+    /// It was created as a regular file, and its writer has not closed it yet.
+    pub writing: &'static str,
+}
+
 /// Watches `path` (and, when it is a symlink, the name it goes through, and the file it leads
-/// to in its own folder) for changes; sends `trigger` when it was written, `attributes` when
-/// only its permissions or owner changed.
+/// to in its own folder) for changes, and tells them by `signals`.
 pub(super) fn file(
     path: &Path,
-    trigger: &'static str,
-    attributes: &'static str,
+    signals: Signals,
     tx: mpsc::Sender<&'static str>,
 ) -> Option<notify::RecommendedWatcher> {
     let file_name = path.file_name()?.to_owned();
@@ -64,12 +73,13 @@ pub(super) fn file(
         });
         if ours {
             let _ = tx.try_send(match change {
-                Change::Written => trigger,
-                Change::Attributes => attributes,
+                Change::Written => signals.written,
+                Change::Attributes => signals.attributes,
+                Change::Writing => signals.writing,
             });
         }
     });
-    let mut watcher = watch_folder(watcher, &dir, trigger)?;
+    let mut watcher = watch_folder(watcher, &dir, signals.written)?;
     if let Some(target_dir) = target_dir {
         if let Err(error) = watcher.watch(&target_dir, RecursiveMode::NonRecursive) {
             tracing::warn!(%error, dir = %target_dir.display(), "cannot watch the folder a symlink leads to; changes there are found within 4 s");
@@ -111,21 +121,30 @@ enum Change {
     Written,
     /// Its permissions, owner or times changed (a `chmod` that lets a refused file be read).
     Attributes,
+    /// A regular file created: it may be half-written, and its writer's close comes next. Not
+    /// a reason to read it, but one for the poll to leave it to the watch. (Writes themselves,
+    /// `Modify(Data)`, are not sent: a file written in place is the one read already, which
+    /// the poll leaves alone, and a writer's many writes could crowd its close out of the
+    /// channel.)
+    Writing,
 }
 
-/// What `event` tells, if anything. Writes themselves (`Modify(Data)`) and the creation of a
-/// regular file tell nothing yet: the file may be half-written, and its writer's close comes
-/// next.
+/// What `event` tells, if anything.
 fn change(event: &notify::Event) -> Option<Change> {
     match event.kind {
         EventKind::Modify(ModifyKind::Name(_))
         | EventKind::Access(AccessKind::Close(AccessMode::Write)) => Some(Change::Written),
         EventKind::Modify(ModifyKind::Metadata(_)) => Some(Change::Attributes),
-        EventKind::Create(_) => event
-            .paths
-            .iter()
-            .any(|p| std::fs::symlink_metadata(p).is_ok_and(|m| !m.is_file()))
-            .then_some(Change::Written),
+        EventKind::Create(_) => Some(
+            match event
+                .paths
+                .iter()
+                .any(|p| std::fs::symlink_metadata(p).is_ok_and(|m| !m.is_file()))
+            {
+                true => Change::Written,
+                false => Change::Writing,
+            },
+        ),
         _ => None,
     }
 }
