@@ -50,12 +50,7 @@ fn batch_request(index: u64) -> Vec<u8> {
             )
         })
         .collect();
-    let body = format!(r#"{{"requests":[{}]}}"#, items.join(","));
-    format!(
-        "POST /v1/check/batch HTTP/1.1\r\nHost: ratewarden\r\nContent-Type: application/json\r\nContent-Length: {}\r\n\r\n{body}",
-        body.len()
-    )
-    .into_bytes()
+    common::flood::batch_of(&items)
 }
 
 /// `PTTL` of every key, through one redis-cli reading the commands from stdin.

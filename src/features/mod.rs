@@ -7,6 +7,7 @@
 //! model trained with one window length means the same with another.
 
 mod activity;
+mod lightest;
 mod recorder;
 mod sketch;
 pub mod window;

@@ -8,6 +8,7 @@
 //! flood of made-up subjects, a request or two each, then gives way to the next newcomers
 //! instead of shutting them all out for a window.
 
+use super::lightest::Lightest;
 use super::{Counters, LimitOutcome};
 use crate::clock::Micros;
 use crate::limit::KeyHash;
@@ -180,26 +181,13 @@ impl Recorder {
     }
 }
 
-/// Forgets the subjects with the fewest requests until `keep` remain (which of those tied at
-/// the cut-off go is arbitrary).
+/// Forgets the subjects with the fewest requests until `keep` remain.
 fn forget_lightest(seen: &mut HashMap<u64, Seen>, keep: usize) {
-    let Some(excess) = seen.len().checked_sub(keep).filter(|&n| n > 0) else {
+    let counts: Vec<u32> = seen.values().map(|s| s.requests).collect();
+    let Some(mut lightest) = Lightest::new(counts, seen.len().saturating_sub(keep)) else {
         return;
     };
-    let mut counts: Vec<u32> = seen.values().map(|s| s.requests).collect();
-    let cut = *counts.select_nth_unstable(excess - 1).1;
-    let below = counts.iter().filter(|&&n| n < cut).count();
-    let mut at_cut = excess - below;
-    seen.retain(|_, s| {
-        if s.requests < cut {
-            return false;
-        }
-        if s.requests == cut && at_cut > 0 {
-            at_cut -= 1;
-            return false;
-        }
-        true
-    });
+    seen.retain(|_, s| !lightest.forget(s.requests));
 }
 
 #[cfg(test)]

@@ -8,6 +8,7 @@
 //! hash table's empty slots, no per-subject allocation. A subject seen in one bucket costs
 //! one row; a subject active all window long, six.
 
+use super::lightest::Lightest;
 use super::{Counters, NewActivity, Sketch, SubjectActivity};
 use crate::clock::Micros;
 use crate::limit::KeyHash;
@@ -268,17 +269,10 @@ impl ActivityWindow {
             .map(|rows| rows.iter().map(|r| u64::from(r.requests)).sum())
             .collect();
         let excess = requests.len() - (max - max / 4);
-        let mut sorted = requests.clone();
-        let cut = *sorted.select_nth_unstable(excess - 1).1;
-        let mut at_cut = excess - requests.iter().filter(|&&n| n < cut).count();
-        let forget: Vec<bool> = requests
-            .iter()
-            .map(|&n| {
-                let tied = n == cut && at_cut > 0;
-                at_cut -= usize::from(tied);
-                n < cut || tied
-            })
-            .collect();
+        let Some(mut lightest) = Lightest::new(requests.clone(), excess) else {
+            return 0;
+        };
+        let forget: Vec<bool> = requests.iter().map(|&n| lightest.forget(n)).collect();
         let mut subject = 0;
         let mut previous = None;
         self.rows.retain(|row| {

@@ -331,10 +331,9 @@ impl Reloader {
     /// Whether `signal` says a watched file is being written (noted, so that the poll leaves
     /// it to the watch, which reports its writer's close), rather than a reason to reload.
     fn note_writing(&self, signal: &str) -> bool {
-        let mut stamps = self.stamps.lock();
         match signal {
-            s if s == POLICY.writing => stamps.policy.being_written(),
-            s if s == MODEL.writing => stamps.model.being_written(),
+            s if s == POLICY.writing => self.stamps.lock().policy.being_written(),
+            s if s == MODEL.writing => self.stamps.lock().model.being_written(),
             _ => return false,
         }
         true

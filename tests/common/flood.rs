@@ -14,6 +14,11 @@ pub fn batch_request(prefix: &str, index: u64) -> Vec<u8> {
     let items: Vec<String> = (index * BATCH..(index + 1) * BATCH)
         .map(|i| format!(r#"{{"user":"{prefix}-{i:07}","endpoint":"/x"}}"#))
         .collect();
+    batch_of(&items)
+}
+
+/// `POST /v1/check/batch` of these check requests (JSON objects), as bytes on the wire.
+pub fn batch_of(items: &[String]) -> Vec<u8> {
     let body = format!(r#"{{"requests":[{}]}}"#, items.join(","));
     format!(
         "POST /v1/check/batch HTTP/1.1\r\nHost: ratewarden\r\nContent-Type: application/json\r\nContent-Length: {}\r\n\r\n{body}",
