@@ -62,8 +62,9 @@ fn view(daemon: &Daemon, user: &str) -> Value {
     serde_json::from_str(&text).unwrap()
 }
 
-/// Waits until the control loop has scored `user` (a cycle after its last request).
+/// `user`'s view once a whole control cycle has run after its last request, and scored it.
 fn scored_view(daemon: &Daemon, user: &str) -> Value {
+    daemon.await_a_whole_cycle();
     let started = Instant::now();
     loop {
         let v = view(daemon, user);

@@ -38,16 +38,6 @@ adaptive:
     )
 }
 
-/// Control cycles completed so far (the cycle duration histogram's count).
-fn cycles(daemon: &Daemon) -> u64 {
-    let (code, text) = daemon.get("/metrics");
-    assert_eq!(code, 200, "{text}");
-    text.lines()
-        .find_map(|l| l.strip_prefix("ratewarden_control_cycle_duration_seconds_count "))
-        .and_then(|n| n.trim().parse().ok())
-        .unwrap_or(0)
-}
-
 /// The requests the last control cycle counted for `user` (the admin subject view).
 fn counted(daemon: &Daemon, user: &str) -> u64 {
     let (code, _, text) = daemon.request(
@@ -70,16 +60,7 @@ fn a_million_made_up_subjects_leave_room_for_a_new_one() {
     daemon.wait_for("model loaded", Duration::from_secs(10));
 
     flood::send(daemon.addr, "made-up", SUBJECTS, |_| {});
-    // The cycle running as the flood ended may have drained before its last batches.
-    let after_flood = cycles(&daemon) + 2;
-    let deadline = Instant::now() + Duration::from_secs(60);
-    while cycles(&daemon) < after_flood {
-        assert!(
-            Instant::now() < deadline,
-            "no control cycle ran after the flood"
-        );
-        std::thread::sleep(Duration::from_millis(50));
-    }
+    daemon.await_a_whole_cycle();
 
     for _ in 0..25 {
         let (code, _, text) =

@@ -177,6 +177,31 @@ impl Daemon {
         assert!(status.success(), "kill -{name} failed");
     }
 
+    /// Control cycles completed so far (the count of the cycle duration histogram).
+    pub fn control_cycles(&self) -> u64 {
+        let (code, text) = self.get("/metrics");
+        assert_eq!(code, 200, "{text}");
+        text.lines()
+            .find_map(|l| l.strip_prefix("ratewarden_control_cycle_duration_seconds_count "))
+            .and_then(|n| n.trim().parse().ok())
+            .unwrap_or(0)
+    }
+
+    /// Waits until a whole control cycle has run since this call (the one running now may
+    /// have drained its events before what was just sent): what a cycle does with requests
+    /// already sent is then done, however slow the machine.
+    pub fn await_a_whole_cycle(&self) {
+        let target = self.control_cycles() + 2;
+        let deadline = Instant::now() + Duration::from_secs(60);
+        while self.control_cycles() < target {
+            assert!(
+                Instant::now() < deadline,
+                "no control cycle ran within 60 s"
+            );
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    }
+
     /// Sends SIGTERM and waits for the exit, at most `within`.
     pub fn stop(mut self, within: Duration) -> ExitStatus {
         self.signal("TERM");
