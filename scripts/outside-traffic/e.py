@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Labelled synthetic API traffic for ratewarden's example policy (outside generator E).
 
-usage: gen.py SEED OUT.jsonl [--summary]
+usage: e.py SEED OUT.jsonl [--summary]
 
 Writes 1.5 h of requests, one JSON object a line in time order, in the JSON-lines format
 `ratewarden replay` reads (ts, user, endpoint, ip, tier, status, latency_ms), plus two

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Helpers of scripts/judge-e/judge (outside generator E).
+"""Helpers of scripts/outside-traffic/judge.
 
   judge.py strip LABELLED.jsonl OUT.jsonl
       the replay input: same lines in the same order, label legit->normal, actor dropped
