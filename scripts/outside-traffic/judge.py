@@ -261,6 +261,7 @@ def cmd_score(labelled, work, thresholds):
                   f" normal {pct(lab.get('normal_denied', 0), lab.get('normal_requests', 0)):.2f} %)")
     # per kind at 0.8
     tk = "0.8" if "0.8" in per_t else thresholds[len(thresholds) // 2]
+    res["kinds_threshold"] = tk
     caught, denied, flagged_subj, _, denied_ok = per_t[tk]
     kinds = defaultdict(lambda: [0, 0, 0, 0])  # actors, caught, requests, denied
     klabel = {}
@@ -323,7 +324,7 @@ def cmd_total(files):
               f"{pct(v['legit_denied_anomaly'], tot['legit_requests']):7.3f} %                  "
               f"{pct(v['abuse_denied_anomaly'], tot['abuse_requests']):7.3f} %")
     print()
-    print("  per kind at threshold 0.8 (all seeds):")
+    print(f"  per kind at threshold {tot.get('kinds_threshold', '0.8')} (all seeds):")
     for lab in ("legit", "abuse"):
         for k in sorted(x for x in tot["kinds"] if tot["kinds"][x]["label"] == lab):
             v = tot["kinds"][k]
