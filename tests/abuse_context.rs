@@ -51,23 +51,12 @@ fn report(daemon: &Daemon, user: &str, endpoint: &str, status: u16) {
     assert_eq!(code, 202, "{text}");
 }
 
-fn view(daemon: &Daemon, user: &str) -> Value {
-    let (code, _, text) = daemon.request(
-        "GET",
-        &format!("/v1/admin/subjects/{user}"),
-        &[("Authorization", &format!("Bearer {TOKEN}"))],
-        "",
-    );
-    assert_eq!(code, 200, "{text}");
-    serde_json::from_str(&text).unwrap()
-}
-
 /// `user`'s view once a whole control cycle has run after its last request, and scored it.
 fn scored_view(daemon: &Daemon, user: &str) -> Value {
     daemon.await_a_whole_cycle();
     let started = Instant::now();
     loop {
-        let v = view(daemon, user);
+        let v = daemon.subject_view(user, TOKEN);
         if !v["abuse_score"].is_null() || started.elapsed() > Duration::from_secs(5) {
             return v;
         }

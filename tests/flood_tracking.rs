@@ -40,15 +40,9 @@ adaptive:
 
 /// The requests the last control cycle counted for `user` (the admin subject view).
 fn counted(daemon: &Daemon, user: &str) -> u64 {
-    let (code, _, text) = daemon.request(
-        "GET",
-        &format!("/v1/admin/subjects/{user}"),
-        &[("Authorization", &format!("Bearer {TOKEN}"))],
-        "",
-    );
-    assert_eq!(code, 200, "{text}");
-    let view: serde_json::Value = serde_json::from_str(&text).expect("a subject view");
-    view["scoring"]["requests"].as_u64().expect("a count")
+    daemon.subject_view(user, TOKEN)["scoring"]["requests"]
+        .as_u64()
+        .expect("a count")
 }
 
 #[test]

@@ -177,6 +177,18 @@ impl Daemon {
         assert!(status.success(), "kill -{name} failed");
     }
 
+    /// `GET /v1/admin/subjects/{user}` with the admin `token`, which must answer 200: the view.
+    pub fn subject_view(&self, user: &str, token: &str) -> serde_json::Value {
+        let (code, _, text) = self.request(
+            "GET",
+            &format!("/v1/admin/subjects/{user}"),
+            &[("Authorization", &format!("Bearer {token}"))],
+            "",
+        );
+        assert_eq!(code, 200, "{text}");
+        serde_json::from_str(&text).expect("a subject view")
+    }
+
     /// Control cycles completed so far (the count of the cycle duration histogram).
     pub fn control_cycles(&self) -> u64 {
         let (code, text) = self.get("/metrics");
