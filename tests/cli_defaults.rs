@@ -3,39 +3,15 @@
 //! figures mean little; `train` and `replay` write their files when the reader of their output
 //! has left.
 
+mod common;
+
+use common::cli::{copy_without, ratewarden, simulate, text};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
-fn ratewarden(dir: &Path, args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_ratewarden"))
-        .args(args)
-        .current_dir(dir)
-        .env_remove("RATEWARDEN_POLICY")
-        .output()
-        .expect("the binary runs")
-}
-
-fn text(bytes: &[u8]) -> String {
-    String::from_utf8_lossy(bytes).into_owned()
-}
-
 /// `t.jsonl` in `dir`: 150 subjects over 15 minutes, enough to train on.
 fn simulate_small_run(dir: &Path) {
-    let simulated = ratewarden(
-        dir,
-        &[
-            "simulate",
-            "--out",
-            "t.jsonl",
-            "--seed",
-            "3",
-            "--duration",
-            "15m",
-            "--subjects",
-            "150",
-        ],
-    );
-    assert!(simulated.status.success(), "{}", text(&simulated.stderr));
+    simulate(dir, 3, "15m", 150);
 }
 
 fn shipped_model() -> PathBuf {
@@ -199,16 +175,7 @@ fn train_runs_without_a_policy_in_the_folder_and_warns_on_few_abusers() {
     );
     assert!(dir.path().join("m.json").exists());
     // Recorded traffic has no `archetype`: its table by archetype would be empty, and says so.
-    let recorded: String = std::fs::read_to_string(dir.path().join("t.jsonl"))
-        .unwrap()
-        .lines()
-        .map(|line| {
-            let mut record: serde_json::Value = serde_json::from_str(line).unwrap();
-            record.as_object_mut().unwrap().remove("archetype");
-            format!("{record}\n")
-        })
-        .collect();
-    std::fs::write(dir.path().join("recorded.jsonl"), recorded).unwrap();
+    copy_without(dir.path(), "t.jsonl", "recorded.jsonl", "archetype");
     let again = ratewarden(
         dir.path(),
         &[
@@ -288,7 +255,7 @@ fn train_refuses_what_would_fail_after_the_fit_before_reading_the_data() {
     let dir = tempfile::tempdir().unwrap();
     std::fs::create_dir(dir.path().join("a-folder")).unwrap();
     // The data file does not exist: each refusal comes before it is opened.
-    let cases: [(&[&str], &str); 6] = [
+    let cases: [(&[&str], &str); 7] = [
         (
             &["--out", "missing/m.json"],
             "error: missing/m.json: no folder missing to write it in\n",
@@ -300,6 +267,10 @@ fn train_refuses_what_would_fail_after_the_fit_before_reading_the_data() {
         (
             &["--out", "m.json", "--reliability-plot", "missing/r.png"],
             "error: missing/r.png: no folder missing to write it in\n",
+        ),
+        (
+            &["--out", "m.json", "--samples-out", "missing/s.jsonl"],
+            "error: missing/s.jsonl: no folder missing to write it in\n",
         ),
         (
             &["--out", "m.json", "--evaluate-on", "fresh.jsonl"],

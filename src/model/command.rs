@@ -63,6 +63,11 @@ pub struct TrainArgs {
     /// Write the held-out reliability diagram to this PNG.
     #[arg(long, value_name = "PNG")]
     pub reliability_plot: Option<PathBuf>,
+    /// Also write every feature sample of `--data` (a subject's features at one sampling
+    /// instant, its archetype, label and requests) to this file as JSON lines, to fit other
+    /// models on.
+    #[arg(long, value_name = "JSONL")]
+    pub samples_out: Option<PathBuf>,
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -86,6 +91,8 @@ pub enum TrainCommandError {
     Train(#[from] TrainError),
     #[error(transparent)]
     Save(#[from] ModelError),
+    #[error("cannot write the samples to {0}: {1}")]
+    SamplesOut(PathBuf, std::io::Error),
     #[error("cannot draw {0}: {1}")]
     Plot(PathBuf, String),
     #[error("{path}: no folder {folder} to write it in")]
@@ -147,6 +154,15 @@ pub fn run(args: &TrainArgs) -> Result<TrainReport, TrainCommandError> {
     let options = SampleOptions::from_policy(&policy, DEFAULT_EVERY);
     let samples = replay_into_samples(policy.clone(), &traffic, &options)?;
     print_data(&samples, &options);
+    if let Some(path) = &args.samples_out {
+        super::samples_out::write(&samples, path)
+            .map_err(|error| TrainCommandError::SamplesOut(path.clone(), error))?;
+        say!(
+            "wrote {} feature samples to {}",
+            samples.samples.len(),
+            path.display()
+        );
+    }
     let mut report = fit(args, &samples, threshold, &options)?;
     print_report(&report);
     warn_if_few_abusers(&report);
@@ -185,7 +201,9 @@ fn refuse_before_training(args: &TrainArgs) -> Result<(), TrainCommandError> {
             "--pairs and --ignore-feature",
         ));
     }
-    let outputs = std::iter::once(&args.out).chain(&args.reliability_plot);
+    let outputs = std::iter::once(&args.out)
+        .chain(&args.reliability_plot)
+        .chain(&args.samples_out);
     for path in outputs {
         if let Some(folder) = path.parent().filter(|f| !f.as_os_str().is_empty())
             && !folder.is_dir()

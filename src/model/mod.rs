@@ -36,6 +36,7 @@ pub mod mixture;
 mod print;
 mod reliability;
 pub mod samples;
+mod samples_out;
 pub mod scaler;
 pub mod train;
 

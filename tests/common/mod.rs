@@ -1,6 +1,7 @@
 //! Helpers shared by the engine tests: an engine on the embedded store with a manual clock.
 #![allow(dead_code)]
 
+pub mod cli;
 pub mod daemon;
 pub mod flood;
 pub mod http;
