@@ -2,9 +2,12 @@
 """Fits other kinds of model on the samples `ratewarden train --samples-out` writes, and judges
 them as the model card judges the shipped one: leave-one-archetype-out, and on fresh seeds.
 
-    compare.py SEED1.jsonl [FRESH.jsonl ...]
+    compare.py SEED1.jsonl [FRESH.jsonl ...] [--actors OUTSIDE.jsonl ...]
 
-Needs numpy and scikit-learn. Every score goes through the daemon's evidence rule (the model's
+Files after --actors hold samples of traffic whose `archetype` names an actor (an actor may be
+many subjects: as-training-data.py writes such traffic from scripts/outside-traffic's
+generators): they are counted by actor, as the judge counts them, legitimate actors flagged /
+abusive actors caught. Needs numpy and scikit-learn. Every score goes through the daemon's evidence rule (the model's
 logit bounded at +-8 and pulled towards the prior by n / (n + 30)), so thresholds mean what they
 mean in the daemon. A subject counts as flagged at a threshold once its highest score reaches it.
 """
@@ -111,11 +114,28 @@ def fresh(train, other, names, make, rng):
     return counts
 
 
+def by_actor(train, other, names, make, rng):
+    model, prior = fit(train, np.arange(len(train["abuse"])), names, make, rng)
+    rows = np.arange(len(other["abuse"]))
+    score = scores(model, prior, other, rows, names)
+    highest, abusive = {}, {}
+    for actor, abuse, value in zip(other["archetype"], other["abuse"], score):
+        highest[actor] = max(value, highest.get(actor, 0.0))
+        abusive[actor] = abuse
+    legit = [v for a, v in highest.items() if not abusive[a]]
+    abuse = [v for a, v in highest.items() if abusive[a]]
+    return "   ".join(
+        f"{t}: {sum(v >= t for v in legit)} of {len(legit)} legitimate actors flagged, "
+        f"{sum(v >= t for v in abuse)} of {len(abuse)} abusive caught" for t in THRESHOLDS)
+
+
 def main(argv):
-    if len(argv) < 2:
+    if len(argv) < 2 or argv[1] == "--actors":
         sys.exit(__doc__)
+    split = argv.index("--actors") if "--actors" in argv else len(argv)
     train = load(argv[1])
-    others = [(path, load(path)) for path in argv[2:]]
+    others = [(path, load(path)) for path in argv[2:split]]
+    outside = [(path, load(path)) for path in argv[split + 1:]]
     for name, (names, make) in MODELS.items():
         rng = np.random.default_rng(1)
         print(name)
@@ -125,6 +145,8 @@ def main(argv):
             f"{a} {c[0.8]}/{n}" for a, abuse, n, c in held_out))
         for path, other in others:
             print(f"  fitted on {argv[1]}, scored on {path}:", line(fresh(train, other, names, make, rng)))
+        for path, other in outside:
+            print(f"  fitted on {argv[1]}, scored on {path} by actor:", by_actor(train, other, names, make, rng))
 
 
 if __name__ == "__main__":
