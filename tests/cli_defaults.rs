@@ -255,7 +255,8 @@ fn train_refuses_what_would_fail_after_the_fit_before_reading_the_data() {
     let dir = tempfile::tempdir().unwrap();
     std::fs::create_dir(dir.path().join("a-folder")).unwrap();
     // The data file does not exist: each refusal comes before it is opened.
-    let cases: [(&[&str], &str); 7] = [
+    std::fs::write(dir.path().join("old.jsonl"), "").unwrap();
+    let cases: [(&[&str], &str); 11] = [
         (
             &["--out", "missing/m.json"],
             "error: missing/m.json: no folder missing to write it in\n",
@@ -271,6 +272,22 @@ fn train_refuses_what_would_fail_after_the_fit_before_reading_the_data() {
         (
             &["--out", "m.json", "--samples-out", "missing/s.jsonl"],
             "error: missing/s.jsonl: no folder missing to write it in\n",
+        ),
+        (
+            &["--out", "m.json", "--samples-out", "a-folder"],
+            "error: a-folder is a folder; --samples-out names a file\n",
+        ),
+        (
+            &["--out", "m.json", "--samples-out", "absent.jsonl"],
+            "error: --samples-out absent.jsonl is also named by --data\n",
+        ),
+        (
+            &["--out", "m.json", "--samples-out", "m.json", "--force"],
+            "error: --samples-out m.json is also named by --out\n",
+        ),
+        (
+            &["--out", "m.json", "--samples-out", "old.jsonl"],
+            "error: old.jsonl exists; pass --force to replace it\n",
         ),
         (
             &["--out", "m.json", "--evaluate-on", "fresh.jsonl"],

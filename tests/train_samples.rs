@@ -1,56 +1,57 @@
-//! `train --samples-out`: the feature samples `train` fits on, written as JSON lines that name
-//! no user, one per subject and sampling instant, for fitting other models outside ratewarden.
+//! `train --samples-out`: every feature sample `train` draws its fit from, written as JSON
+//! lines that name no user, one per subject and sampling instant, for fitting other models
+//! outside ratewarden.
 
 mod common;
 
 use common::cli::{copy_without, ratewarden, simulate, text};
 use ratewarden::features::FEATURE_NAMES;
+use serde_json::Value;
+use std::path::Path;
+
+/// `train --data DATA ARGS --out m.json --samples-out samples.jsonl` in `dir`: its stdout and
+/// the samples written.
+fn train_samples(dir: &Path, data: &str, args: &[&str]) -> (String, Vec<Value>) {
+    let mut all = vec!["train", "--data", data, "--out", "m.json", "--force"];
+    all.extend_from_slice(args);
+    all.extend_from_slice(&["--samples-out", "samples.jsonl"]);
+    let trained = ratewarden(dir, &all);
+    assert!(trained.status.success(), "{}", text(&trained.stderr));
+    let written = std::fs::read_to_string(dir.join("samples.jsonl")).unwrap();
+    let lines: Vec<Value> = written
+        .lines()
+        .map(|line| serde_json::from_str(line).unwrap())
+        .collect();
+    assert!(!lines.is_empty());
+    (text(&trained.stdout), lines)
+}
 
 #[test]
 fn train_writes_the_samples_it_fits_on_without_user_ids() {
     let dir = tempfile::tempdir().unwrap();
     simulate(dir.path(), 3, "15m", 150);
-    let trained = ratewarden(
-        dir.path(),
-        &[
-            "train",
-            "--data",
-            "t.jsonl",
-            "--out",
-            "m.json",
-            "--samples-out",
-            "samples.jsonl",
-        ],
-    );
-    let stdout = text(&trained.stdout);
-    assert!(trained.status.success(), "{}", text(&trained.stderr));
+    let (stdout, lines) = train_samples(dir.path(), "t.jsonl", &[]);
 
     // As many lines as the samples `train` reports, each a subject's features at one instant.
-    let written = std::fs::read_to_string(dir.path().join("samples.jsonl")).unwrap();
-    let lines: Vec<serde_json::Value> = written
-        .lines()
-        .map(|line| serde_json::from_str(line).unwrap())
-        .collect();
     let reported = stdout
         .lines()
         .find_map(|line| line.strip_prefix("samples: "))
         .and_then(|rest| rest.split_whitespace().next())
         .expect("train reports its samples");
     assert_eq!(lines.len().to_string(), reported, "{stdout}");
-    assert!(
-        stdout.contains(&format!(
-            "wrote {} feature samples to samples.jsonl",
-            lines.len()
-        )),
-        "{stdout}"
-    );
+    let said = format!("wrote {} feature samples to samples.jsonl", lines.len());
+    assert!(stdout.contains(&said), "{stdout}");
+    let mut expected = vec!["archetype", "label", "requests", "subject"];
+    expected.extend(FEATURE_NAMES);
+    expected.sort_unstable();
     for line in &lines {
-        let object = line.as_object().unwrap();
-        let mut keys: Vec<&str> = object.keys().map(String::as_str).collect();
+        let mut keys: Vec<&str> = line
+            .as_object()
+            .unwrap()
+            .keys()
+            .map(String::as_str)
+            .collect();
         keys.sort_unstable();
-        let mut expected = vec!["archetype", "label", "requests", "subject"];
-        expected.extend(FEATURE_NAMES);
-        expected.sort_unstable();
         assert_eq!(keys, expected, "{line}");
         assert!(["abuse", "normal"].contains(&line["label"].as_str().unwrap()));
         assert!(line["requests"].as_u64().unwrap() >= 20, "{line}");
@@ -58,9 +59,10 @@ fn train_writes_the_samples_it_fits_on_without_user_ids() {
     // Both labels occur, and no user id of the traffic appears in the file.
     assert!(lines.iter().any(|l| l["label"] == "abuse"));
     assert!(lines.iter().any(|l| l["label"] == "normal"));
+    let written = std::fs::read_to_string(dir.path().join("samples.jsonl")).unwrap();
     let traffic = std::fs::read_to_string(dir.path().join("t.jsonl")).unwrap();
     for record in traffic.lines().take(2000) {
-        let record: serde_json::Value = serde_json::from_str(record).unwrap();
+        let record: Value = serde_json::from_str(record).unwrap();
         let user = record["user"].as_str().unwrap();
         assert!(!written.contains(&format!("\"{user}\"")), "{user}");
     }
@@ -71,26 +73,51 @@ fn unlabelled_traffic_gives_samples_without_a_label() {
     let dir = tempfile::tempdir().unwrap();
     simulate(dir.path(), 4, "10m", 60);
     copy_without(dir.path(), "t.jsonl", "logs.jsonl", "label");
-    let trained = ratewarden(
+    let (_, lines) = train_samples(dir.path(), "logs.jsonl", &["--kind", "gmm"]);
+    for line in lines {
+        assert!(line.get("label").is_none(), "{line}");
+        assert!(line["archetype"].is_string(), "{line}");
+    }
+}
+
+#[test]
+fn traffic_without_archetypes_gives_null_ones_and_labels_must_be_all_or_none() {
+    let dir = tempfile::tempdir().unwrap();
+    simulate(dir.path(), 5, "10m", 60);
+    copy_without(dir.path(), "t.jsonl", "recorded.jsonl", "archetype");
+    let (_, lines) = train_samples(dir.path(), "recorded.jsonl", &[]);
+    for line in lines {
+        assert!(line["archetype"].is_null(), "{line}");
+    }
+
+    // A mixture trains on traffic labelled in part, but its samples' labels would be guesses.
+    let mut partly = std::fs::read_to_string(dir.path().join("t.jsonl")).unwrap();
+    let first = partly.lines().next().unwrap().to_owned();
+    let mut record: Value = serde_json::from_str(&first).unwrap();
+    record.as_object_mut().unwrap().remove("label");
+    partly.push_str(&format!("{record}\n"));
+    std::fs::write(dir.path().join("partly.jsonl"), &partly).unwrap();
+    let lines = partly.lines().count();
+    let refused = ratewarden(
         dir.path(),
         &[
             "train",
             "--data",
-            "logs.jsonl",
+            "partly.jsonl",
             "--kind",
             "gmm",
             "--out",
-            "m.json",
+            "g.json",
             "--samples-out",
-            "samples.jsonl",
+            "partly-samples.jsonl",
         ],
     );
-    assert!(trained.status.success(), "{}", text(&trained.stderr));
-    let written = std::fs::read_to_string(dir.path().join("samples.jsonl")).unwrap();
-    assert!(written.lines().count() > 0);
-    for line in written.lines() {
-        let line: serde_json::Value = serde_json::from_str(line).unwrap();
-        assert!(line.get("label").is_none(), "{line}");
-        assert!(line["archetype"].is_string(), "{line}");
-    }
+    assert_eq!(refused.status.code(), Some(1));
+    assert_eq!(
+        text(&refused.stderr).lines().last().unwrap_or_default(),
+        format!(
+            "error: 1 of {lines} lines have no `label`: --samples-out needs every line labelled or none (a subject's label would be a guess)"
+        )
+    );
+    assert!(!dir.path().join("partly-samples.jsonl").exists());
 }

@@ -1,15 +1,20 @@
 #!/usr/bin/env python3
 """Fits other kinds of model on the samples `ratewarden train --samples-out` writes, and judges
-them as the model card judges the shipped one: leave-one-archetype-out, and on fresh seeds.
+them as the model card judges the shipped one: leave-one-archetype-out, and on other traffic.
 
-    compare.py SEED1.jsonl [FRESH.jsonl ...] [--actors OUTSIDE.jsonl ...]
+    compare.py TRAIN.jsonl [FRESH.jsonl ...] [--actors OUTSIDE.jsonl ...]
 
-Files after --actors hold samples of traffic whose `archetype` names an actor (an actor may be
-many subjects: as-training-data.py writes such traffic from scripts/outside-traffic's
-generators): they are counted by actor, as the judge counts them, legitimate actors flagged /
-abusive actors caught. Needs numpy and scikit-learn. Every score goes through the daemon's evidence rule (the model's
-logit bounded at +-8 and pulled towards the prior by n / (n + 30)), so thresholds mean what they
-mean in the daemon. A subject counts as flagged at a threshold once its highest score reaches it.
+TRAIN's samples are fitted on (leave-one-archetype-out needs its `archetype`s). Each kind of
+model is fitted once on TRAIN and scores every other file: FRESH files by archetype, legitimate
+subjects flagged and abuse recall averaged over the abusive archetypes; files after --actors by
+actor (their `archetype` names an actor, which may be many subjects: as-training-data.py writes
+such traffic from scripts/outside-traffic's generators), legitimate actors flagged and abusive
+actors caught, as the judge counts them.
+
+Every score goes through the daemon's evidence rule (the model's logit bounded at +-8 and pulled
+towards the training share of abuse by n / (n + 30)); the daemon's clamp to the training range
+and its novelty rule are not applied. A subject counts as flagged at a threshold once its
+highest score reaches it. Needs numpy and scikit-learn.
 """
 import json
 import sys
@@ -37,7 +42,7 @@ def trees(**extra):
 MODELS = {
     "linear, the shipped features (as train fits, without Platt)":
         (SHIPPED, lambda: make_pipeline(StandardScaler(), LogisticRegression(max_iter=2000))),
-    "trees, all eleven features": (FEATURES, trees()),
+    "trees (200 rounds of 8 leaves), all eleven features": (FEATURES, trees()),
     "trees, the shipped features": (SHIPPED, trees()),
     "trees, the shipped features, monotone (more errors, demand or spread, or steadier: never lower)":
         (SHIPPED, trees(monotonic_cst=[-1, 1, 1, 1])),
@@ -45,16 +50,19 @@ MODELS = {
 
 
 def load(path):
-    rows = [json.loads(line) for line in open(path)]
+    with open(path) as lines:
+        rows = [json.loads(line) for line in lines]
+    if not rows:
+        sys.exit(f"{path}: no samples")
     if any("label" not in r for r in rows):
         sys.exit(f"{path}: some samples have no label; compare.py needs labelled traffic")
-    x = np.array([[np.log1p(r[f]) if f in LOG1P else r[f] for f in FEATURES] for r in rows])
     return {
+        "path": path,
         "subject": np.array([r["subject"] for r in rows]),
-        "archetype": np.array([r["archetype"] or "-" for r in rows]),
+        "archetype": np.array([r["archetype"] or "" for r in rows]),
         "abuse": np.array([r["label"] == "abuse" for r in rows]),
         "requests": np.array([r["requests"] for r in rows], dtype=float),
-        "x": x,
+        "x": np.array([[np.log1p(r[f]) if f in LOG1P else r[f] for f in FEATURES] for r in rows]),
     }
 
 
@@ -65,88 +73,104 @@ def columns(names):
 def fit(data, rows, names, make, rng):
     if len(rows) > FIT_AT_MOST:
         rows = rng.choice(rows, FIT_AT_MOST, replace=False)
+    if data["abuse"][rows].all() or not data["abuse"][rows].any():
+        sys.exit(f"{data['path']}: a fit needs both abusive and normal samples")
     model = make().fit(data["x"][rows][:, columns(names)], data["abuse"][rows])
-    share = data["abuse"][rows].mean()
+    share = np.clip(data["abuse"][rows].mean(), 1e-3, 0.5)  # as the daemon bounds its prior
     return model, np.log(share / (1 - share))
 
 
-def scores(model, prior, data, rows, names):
+def scores(fitted, data, rows, names):
+    model, prior = fitted
     p = np.clip(model.predict_proba(data["x"][rows][:, columns(names)])[:, 1], 1e-12, 1 - 1e-12)
     logit = np.clip(np.log(p / (1 - p)), -8, 8)
     weight = data["requests"][rows] / (data["requests"][rows] + 30)
     return 1 / (1 + np.exp(-(prior + weight * (logit - prior))))
 
 
-def highest_by_subject(data, rows, score):
-    best = {}
-    for subject, value in zip(data["subject"][rows], score):
-        best[subject] = max(value, best.get(subject, 0.0))
-    return np.array(list(best.values()))
+def highest(keys, abuse, score):
+    """Each key's highest score and label (a key is a subject or an actor: abusive if any of
+    its samples is)."""
+    best, abusive = {}, {}
+    for key, bad, value in zip(keys, abuse, score):
+        best[key] = max(value, best.get(key, 0.0))
+        abusive[key] = abusive.get(key, False) or bool(bad)
+    return [(abusive[k], v) for k, v in best.items()]
 
 
-def line(counts):
-    legit = {t: sum(c[t] for a, abuse, n, c in counts if not abuse) for t in THRESHOLDS}
-    recall = {t: np.mean([c[t] / n for a, abuse, n, c in counts if abuse]) for t in THRESHOLDS}
-    return "   ".join(f"{t}: {legit[t]} legitimate flagged, abuse recall {recall[t]:.3f}" for t in THRESHOLDS)
+def tally(by_archetype):
+    """Legitimate subjects flagged, and abuse recall averaged over the archetypes with abuse,
+    at each threshold; `by_archetype` holds each archetype's (abusive, highest score) pairs."""
+    parts = []
+    for t in THRESHOLDS:
+        legit = sum(v >= t for pairs in by_archetype.values() for bad, v in pairs if not bad)
+        recalls = [np.mean([v >= t for bad, v in pairs if bad])
+                   for pairs in by_archetype.values() if any(bad for bad, _ in pairs)]
+        recall = f"{np.mean(recalls):.3f}" if recalls else "none (no abuse)"
+        parts.append(f"{t}: {legit} legitimate flagged, abuse recall {recall}")
+    return "   ".join(parts)
 
 
-def count(highest):
-    return {t: int((highest >= t).sum()) for t in THRESHOLDS}
+def by_archetype(data, rows, score):
+    out = {}
+    for archetype in sorted(set(data["archetype"][rows])):
+        mine = data["archetype"][rows] == archetype
+        out[archetype] = highest(data["subject"][rows][mine], data["abuse"][rows][mine], score[mine])
+    return out
 
 
 def leave_one_archetype_out(data, names, make, rng):
-    counts = []
+    result = {}
     for archetype in sorted(set(data["archetype"])):
         held = np.where(data["archetype"] == archetype)[0]
-        model, prior = fit(data, np.where(data["archetype"] != archetype)[0], names, make, rng)
-        highest = highest_by_subject(data, held, scores(model, prior, data, held, names))
-        counts.append((archetype, bool(data["abuse"][held[0]]), len(highest), count(highest)))
-    return counts
+        fitted = fit(data, np.where(data["archetype"] != archetype)[0], names, make, rng)
+        result.update(by_archetype(data, held, scores(fitted, data, held, names)))
+    return result
 
 
-def fresh(train, other, names, make, rng):
-    model, prior = fit(train, np.arange(len(train["abuse"])), names, make, rng)
-    counts = []
-    for archetype in sorted(set(other["archetype"])):
-        rows = np.where(other["archetype"] == archetype)[0]
-        highest = highest_by_subject(other, rows, scores(model, prior, other, rows, names))
-        counts.append((archetype, bool(other["abuse"][rows[0]]), len(highest), count(highest)))
-    return counts
-
-
-def by_actor(train, other, names, make, rng):
-    model, prior = fit(train, np.arange(len(train["abuse"])), names, make, rng)
-    rows = np.arange(len(other["abuse"]))
-    score = scores(model, prior, other, rows, names)
-    highest, abusive = {}, {}
-    for actor, abuse, value in zip(other["archetype"], other["abuse"], score):
-        highest[actor] = max(value, highest.get(actor, 0.0))
-        abusive[actor] = abuse
-    legit = [v for a, v in highest.items() if not abusive[a]]
-    abuse = [v for a, v in highest.items() if abusive[a]]
+def by_actor(fitted, data, names):
+    rows = np.arange(len(data["abuse"]))
+    pairs = highest(data["archetype"], data["abuse"], scores(fitted, data, rows, names))
+    legit = [v for bad, v in pairs if not bad]
+    abuse = [v for bad, v in pairs if bad]
     return "   ".join(
         f"{t}: {sum(v >= t for v in legit)} of {len(legit)} legitimate actors flagged, "
         f"{sum(v >= t for v in abuse)} of {len(abuse)} abusive caught" for t in THRESHOLDS)
 
 
-def main(argv):
-    if len(argv) < 2 or argv[1] == "--actors":
+def arguments(argv):
+    if len(argv) < 2 or argv[1] == "--actors" or argv.count("--actors") > 1:
         sys.exit(__doc__)
     split = argv.index("--actors") if "--actors" in argv else len(argv)
-    train = load(argv[1])
-    others = [(path, load(path)) for path in argv[2:split]]
-    outside = [(path, load(path)) for path in argv[split + 1:]]
+    if split == len(argv) - 1:
+        sys.exit("--actors names no file\n" + __doc__)
+    return argv[1], argv[2:split], argv[split + 1:]
+
+
+def main(argv):
+    train_path, fresh_paths, actor_paths = arguments(argv)
+    train = load(train_path)
+    fresh = [load(path) for path in fresh_paths]
+    outside = [load(path) for path in actor_paths]
+    with_archetypes = (train["archetype"] != "").all()
+    if not with_archetypes:
+        print(f"{train_path} has samples without an archetype: leave-one-archetype-out is skipped")
     for name, (names, make) in MODELS.items():
         rng = np.random.default_rng(1)
         print(name)
-        held_out = leave_one_archetype_out(train, names, make, rng)
-        print("  leave one archetype out:", line(held_out))
-        print("    at 0.8, per archetype:", ", ".join(
-            f"{a} {c[0.8]}/{n}" for a, abuse, n, c in held_out))
-        for path, other in others:
-            print(f"  fitted on {argv[1]}, scored on {path}:", line(fresh(train, other, names, make, rng)))
-        for path, other in outside:
-            print(f"  fitted on {argv[1]}, scored on {path} by actor:", by_actor(train, other, names, make, rng))
+        if with_archetypes:
+            held_out = leave_one_archetype_out(train, names, make, rng)
+            print("  leave one archetype out:", tally(held_out))
+            print("    at 0.8, per archetype:", ", ".join(
+                f"{a} {sum(v >= 0.8 for _, v in pairs)}/{len(pairs)}" for a, pairs in held_out.items()))
+        fitted = fit(train, np.arange(len(train["abuse"])), names, make, rng)
+        for data in fresh:
+            rows = np.arange(len(data["abuse"]))
+            print(f"  fitted on {train_path}, scored on {data['path']}:",
+                  tally(by_archetype(data, rows, scores(fitted, data, rows, names))))
+        for data in outside:
+            print(f"  fitted on {train_path}, scored on {data['path']} by actor:",
+                  by_actor(fitted, data, names))
 
 
 if __name__ == "__main__":

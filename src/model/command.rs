@@ -27,7 +27,7 @@ pub struct TrainArgs {
     /// new one at once, so the place is always named.
     #[arg(long)]
     pub out: PathBuf,
-    /// Overwrite `--out` when it exists.
+    /// Overwrite `--out` (and `--samples-out`) when it exists.
     #[arg(long)]
     pub force: bool,
     /// The policy whose limits decide the requests and whose `adaptive` settings sample
@@ -99,12 +99,22 @@ pub enum TrainCommandError {
     NoFolder { path: PathBuf, folder: PathBuf },
     #[error("{0} is a folder; --out names the model file")]
     OutIsFolder(PathBuf),
+    #[error("{0} is a folder; --samples-out names a file")]
+    SamplesOutIsFolder(PathBuf),
+    #[error("{0} exists; pass --force to replace it")]
+    SamplesWouldOverwrite(PathBuf),
+    #[error("--samples-out {0} is also named by --{1}")]
+    SamplesOutTaken(PathBuf, &'static str),
     #[error("{0} apply to the logistic kind only")]
     LogisticOnly(&'static str),
     #[error(
         "{unlabelled} of {lines} lines have no `label`: the logistic kind needs every line labelled (an unlabelled line would count as normal)"
     )]
     PartlyLabelled { unlabelled: usize, lines: usize },
+    #[error(
+        "{unlabelled} of {lines} lines have no `label`: --samples-out needs every line labelled or none (a subject's label would be a guess)"
+    )]
+    SamplesPartlyLabelled { unlabelled: usize, lines: usize },
 }
 
 fn component_count(text: &str) -> Result<usize, String> {
@@ -147,7 +157,7 @@ pub fn run(args: &TrainArgs) -> Result<TrainReport, TrainCommandError> {
         return Err(TrainCommandError::Threshold);
     }
     let traffic = read_traffic(&args.data)?;
-    refuse_partly_labelled(args.kind, &traffic)?;
+    refuse_partly_labelled(args, &traffic)?;
     if args.leave_one_archetype_out {
         warn_without_archetypes(&args.data, &traffic, "--leave-one-archetype-out is skipped");
     }
@@ -196,6 +206,9 @@ fn refuse_before_training(args: &TrainArgs) -> Result<(), TrainCommandError> {
     if args.out.exists() && !args.force {
         return Err(TrainCommandError::WouldOverwrite(args.out.clone()));
     }
+    if let Some(path) = &args.samples_out {
+        refuse_samples_out(args, path)?;
+    }
     if args.kind == ModelKind::Gmm && (args.pairs || !args.ignore_feature.is_empty()) {
         return Err(TrainCommandError::LogisticOnly(
             "--pairs and --ignore-feature",
@@ -234,14 +247,50 @@ fn warn_without_archetypes(path: &Path, traffic: &Traffic, consequence: &str) {
     }
 }
 
-/// A logistic fit on data labelled in part would take every unlabelled line as normal.
-fn refuse_partly_labelled(kind: ModelKind, traffic: &Traffic) -> Result<(), TrainCommandError> {
+/// A logistic fit on data labelled in part would take every unlabelled line as normal, and so
+/// would the samples written for `--samples-out`.
+fn refuse_partly_labelled(args: &TrainArgs, traffic: &Traffic) -> Result<(), TrainCommandError> {
     let unlabelled = traffic.records.iter().filter(|r| r.label.is_none()).count();
     let lines = traffic.records.len();
-    if kind == ModelKind::Logistic && unlabelled > 0 && unlabelled < lines {
+    if unlabelled == 0 || unlabelled == lines {
+        return Ok(());
+    }
+    if args.kind == ModelKind::Logistic {
         return Err(TrainCommandError::PartlyLabelled { unlabelled, lines });
     }
+    if args.samples_out.is_some() {
+        return Err(TrainCommandError::SamplesPartlyLabelled { unlabelled, lines });
+    }
     Ok(())
+}
+
+/// `--samples-out` replaces no file by surprise: not another file of the command, nor an
+/// existing one without `--force`.
+fn refuse_samples_out(args: &TrainArgs, path: &Path) -> Result<(), TrainCommandError> {
+    if path.is_dir() {
+        return Err(TrainCommandError::SamplesOutIsFolder(path.to_path_buf()));
+    }
+    let others = [
+        (Some(&args.data), "data"),
+        (Some(&args.out), "out"),
+        (args.reliability_plot.as_ref(), "reliability-plot"),
+    ];
+    for (other, flag) in others {
+        if other.is_some_and(|other| same_file(other, path)) {
+            return Err(TrainCommandError::SamplesOutTaken(path.to_path_buf(), flag));
+        }
+    }
+    if path.exists() && !args.force {
+        return Err(TrainCommandError::SamplesWouldOverwrite(path.to_path_buf()));
+    }
+    Ok(())
+}
+
+fn same_file(a: &Path, b: &Path) -> bool {
+    match (a.canonicalize(), b.canonicalize()) {
+        (Ok(a), Ok(b)) => a == b,
+        _ => a == b,
+    }
 }
 
 /// The policy named, else `./ratewarden.yaml`, else the one shipped with ratewarden (so

@@ -1,4 +1,4 @@
-//! `train --samples-out`: the feature samples `train` fits on, one JSON line each.
+//! `train --samples-out`: every feature sample `train` draws its fit from, one JSON line each.
 //!
 //! A security team may want to try a model of its own (trees, another library, its own labels)
 //! on exactly what the daemon sees. Replaying traffic through the policy is the part only
