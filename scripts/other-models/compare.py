@@ -38,10 +38,23 @@ def trees(**extra):
     return lambda: HistGradientBoostingClassifier(max_iter=200, max_leaf_nodes=8, random_state=0, **extra)
 
 
+def linear():
+    return make_pipeline(StandardScaler(), LogisticRegression(max_iter=2000))
+
+
+KINDS = ["auth_failure_ratio", "not_found_ratio", "other_client_error_ratio"]
+
 # name: (features, a new unfitted model)
 MODELS = {
-    "linear, the shipped features (as train fits, without Platt)":
-        (SHIPPED, lambda: make_pipeline(StandardScaler(), LogisticRegression(max_iter=2000))),
+    "linear, the shipped features (as train fits, without Platt)": (SHIPPED, linear),
+    "linear, the shipped features and endpoints_per_request":
+        (SHIPPED + ["endpoints_per_request"], linear),
+    "linear, the shipped features with the error kinds apart":
+        ([f for f in SHIPPED if f != "client_error_ratio"] + KINDS, linear),
+    "linear, the shipped features without interarrival_cv":
+        ([f for f in SHIPPED if f != "interarrival_cv"], linear),
+    "linear, the shipped features and denied_ratio": (SHIPPED + ["denied_ratio"], linear),
+    "linear, the shipped features and ips_per_request": (SHIPPED + ["ips_per_request"], linear),
     "trees (200 rounds of 8 leaves), all eleven features": (FEATURES, trees()),
     "trees, the shipped features": (SHIPPED, trees()),
     "trees, the shipped features, monotone (more errors, demand or spread, or steadier: never lower)":
