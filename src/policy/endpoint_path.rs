@@ -468,4 +468,6 @@ fn decode(high: u8, low: u8) -> u8 {
 }
 
 #[cfg(test)]
+mod rfc_oracle;
+#[cfg(test)]
 mod tests;

@@ -1,0 +1,179 @@
+//! Model files: every refused file is refused naming its problem, a missing or bad
+//! `evaluation` block is no reason to refuse one, and a `gmm` file scores in the unit interval.
+
+use ratewarden::features::{Features, SubjectFeatures};
+use ratewarden::model::{Model, ModelKind};
+use std::path::PathBuf;
+
+fn root() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+}
+
+fn shipped() -> Model {
+    Model::load(&root().join("models/abuse.json")).expect("the shipped model loads")
+}
+
+#[test]
+fn corrupt_or_incompatible_model_files_are_refused_naming_the_problem() {
+    let cases = [
+        (
+            "truncated.json",
+            "not valid JSON: EOF while parsing a list at line 44 column 9",
+        ),
+        (
+            "nan_weight.json",
+            "parameters.weights[2] is not a finite number",
+        ),
+        (
+            "nan_literal.json",
+            "not valid JSON: expected value at line 96 column 7",
+        ),
+        (
+            "wrong_feature_order.json",
+            "features [\"limit_usage\", \"endpoints_per_request\", \"denied_ratio\", \
+             \"ips_per_request\", \"auth_failure_ratio\", \"not_found_ratio\", \
+             \"other_client_error_ratio\", \"interarrival_cv\", \"client_error_ratio\", \
+             \"address_spread\", \"limit_demand\"] do not match this build's \
+             [\"limit_usage\", \"denied_ratio\", \"endpoints_per_request\", \"ips_per_request\", \
+             \"auth_failure_ratio\", \"not_found_ratio\", \"other_client_error_ratio\", \
+             \"interarrival_cv\", \"client_error_ratio\", \"address_spread\", \"limit_demand\"]",
+        ),
+        (
+            "unknown_kind.json",
+            "unknown kind \"svm\" (this build knows \"logistic\" and \"gmm\")",
+        ),
+        (
+            "wrong_format.json",
+            "not a ratewarden abuse model (format is \"onnx\", expected \"ratewarden-abuse-model\")",
+        ),
+        (
+            "future_format_version.json",
+            "format_version \"4\" is not supported (this build reads \"3\")",
+        ),
+        (
+            "format_version_1.json",
+            "format_version \"1\" was trained on features this build no longer computes (an \
+             absolute request rate, one error ratio) and has no training ranges or evidence \
+             settings; retrain it with `ratewarden train` (this build reads \"3\")",
+        ),
+        (
+            "format_version_2.json",
+            "format_version \"2\" was trained without the features this build's models weigh \
+             (client_error_ratio, address_spread, limit_demand); retrain it with `ratewarden train` \
+             (this build reads \"3\")",
+        ),
+        (
+            "zero_scale.json",
+            "preprocessing.scale[1]: must be positive",
+        ),
+        (
+            "low_above_high.json",
+            "preprocessing.low[0]: must not exceed preprocessing.high",
+        ),
+        ("missing_evidence.json", "missing `evidence`"),
+        (
+            "zero_max_logit.json",
+            "evidence.max_logit: must be a finite number above 0",
+        ),
+        (
+            "one_weight_short.json",
+            "parameters.weights has 10 values, expected 11",
+        ),
+        ("missing_parameters.json", "missing `parameters`"),
+        ("missing_intercept.json", "missing `parameters.intercept`"),
+        (
+            "missing_preprocessing_mean.json",
+            "missing `preprocessing.mean`",
+        ),
+        ("missing_weights.json", "missing `parameters.weights`"),
+        (
+            "null_mean.json",
+            "preprocessing.mean: is null, expected a list",
+        ),
+        ("parameters_as_a_list.json", "parameters: must be an object"),
+        (
+            "preprocessing_as_a_list.json",
+            "preprocessing: must be an object",
+        ),
+        (
+            "format_version_as_number.json",
+            "format_version: invalid type: integer `3`, expected a string at line 3 column 21",
+        ),
+        (
+            "misspelt_top_level_key.json",
+            "preprocesing: unknown field `preprocesing`, expected one of `format`, `format_version`, \
+             `version`, `kind`, `features`, `preprocessing`, `evidence`, `parameters`, `training`, \
+             `evaluation` at line 115 column 16",
+        ),
+        (
+            "weight_as_string.json",
+            "parameters.weights[3]: invalid type: string \"0.5\", expected f64",
+        ),
+        (
+            "gmm_precision_not_positive_definite.json",
+            "parameters.components[1]: precision is not positive definite",
+        ),
+        (
+            "gmm_quantiles_not_ascending.json",
+            "parameters: log_likelihood_quantiles is not ascending",
+        ),
+    ];
+    let dir = root().join("tests/fixtures/models");
+    for (file, problem) in cases {
+        let path = dir.join(file);
+        let error = Model::load(&path).expect_err(file);
+        assert_eq!(
+            error.to_string(),
+            format!("model file {}: {problem}", path.display()),
+            "{file}"
+        );
+    }
+}
+
+#[test]
+fn a_bad_evaluation_does_not_refuse_the_model() {
+    // The daemon reads none of its figures: a `null` or an extra key in them is no reason.
+    let path = root().join("tests/fixtures/models/bad_evaluation_is_ignored.json");
+    assert!(Model::load(&path).is_ok());
+}
+
+#[test]
+fn a_missing_model_file_is_refused() {
+    let path = root().join("tests/fixtures/models/no_such_model.json");
+    let error = Model::load(&path).expect_err("missing");
+    assert_eq!(
+        error.to_string(),
+        format!(
+            "cannot read model file {}: No such file or directory (os error 2)",
+            path.display()
+        )
+    );
+}
+
+#[test]
+fn a_gmm_file_loads_and_scores_in_the_unit_interval() {
+    let model = Model::load(&root().join("tests/fixtures/models/gmm_small.json")).expect("loads");
+    assert_eq!(model.kind(), ModelKind::Gmm);
+    let odd = [
+        Features::default(),
+        Features {
+            limit_usage: f64::INFINITY,
+            endpoints_per_request: f64::NAN,
+            ips_per_request: 1e300,
+            auth_failure_ratio: -1.0,
+            denied_ratio: 1.0,
+            interarrival_cv: 10.0,
+            client_error_ratio: f64::NAN,
+            address_spread: f64::NEG_INFINITY,
+            ..Features::default()
+        },
+    ]
+    .map(|features| SubjectFeatures {
+        features,
+        requests: 1_000,
+    });
+    for model in [model, shipped()] {
+        let scores = model.score_many(&odd);
+        assert!(scores.iter().all(|s| (0.0..=1.0).contains(s)), "{scores:?}");
+    }
+}
