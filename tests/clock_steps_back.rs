@@ -30,6 +30,7 @@ fn request(algorithm: Algorithm) -> Request<'static> {
         cost: 1,
         enforce: true,
         probes: [None, None],
+        written: None,
         slowest: 3,
     };
     Request {

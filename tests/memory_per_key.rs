@@ -89,6 +89,7 @@ fn a_million_subjects_with_two_limits() {
             cost: 1,
             enforce: true,
             probes: [None, None],
+            written: None,
             slowest: rate.requests,
         };
         let request = Request {
@@ -227,6 +228,7 @@ fn bytes_per_tracked_key() {
                     cost: 1,
                     enforce: true,
                     probes: [None, None],
+                    written: None,
                     slowest: rate.requests,
                 };
                 let request = Request {

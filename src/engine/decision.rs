@@ -172,19 +172,20 @@ impl Decision {
     }
 }
 
-/// The largest share in use of an enforced limit, as written: the effective share times the
-/// scale the limit was checked at (a subject at half of a limit halved by the load factor
-/// uses a quarter of what its tier sells). A limit scaled to nothing says nothing.
+/// The largest share in use of an enforced limit as written (before load or anomaly scaling),
+/// from the store's evaluation of each limit as written beside the scaled one. Read off the
+/// scaled limit, a flagged subject far over its quota would seem to use at most the anomaly
+/// factor's share of it, and lose the flag its usage earned.
 fn usage_as_written(plan: &Plan, applied: &Applied) -> f64 {
     applied
         .checks
         .iter()
         .enumerate()
-        .filter(|(i, c)| c.outcome.limit > 0 && plan.resolved.limit(*i).is_some_and(|l| !l.shadow))
-        .map(|(i, c)| {
-            let o = c.outcome;
-            let used = o.limit.saturating_sub(o.remaining) as f64 / o.limit as f64;
-            (used * plan.scales(i).enforced).clamp(0.0, 1.0)
+        .filter(|(i, c)| c.written.limit > 0 && plan.resolved.limit(*i).is_some_and(|l| !l.shadow))
+        .map(|(_, c)| {
+            let written = c.written;
+            let used = written.limit.saturating_sub(written.remaining) as f64;
+            (used / written.limit as f64).clamp(0.0, 1.0)
         })
         .fold(0.0, f64::max)
 }
@@ -201,14 +202,9 @@ fn overflow_as_written(plan: &Plan, applied: &Applied, violated: &[usize]) -> f6
     let cost = plan.cost as f64;
     violated
         .iter()
-        .filter_map(|&i| Some((i, plan.resolved.limit(i)?, applied.checks.get(i)?.outcome)))
-        .filter(|(i, limit, o)| {
-            let capacity = limit.base_rate().capacity() as f64;
-            let used = o.limit.saturating_sub(o.remaining) as f64 / o.limit.max(1) as f64;
-            // The share in use, as written, times what the limit allows as written.
-            used * plan.scales(*i).enforced * capacity + cost > capacity + 1e-9
-        })
-        .map(|(_, limit, _)| {
+        .filter(|&&i| applied.checks.get(i).is_some_and(|c| !c.written.allowed))
+        .filter_map(|&i| plan.resolved.limit(i))
+        .map(|limit| {
             let rate = limit.base_rate();
             let windows = (anomaly_window / rate.window.max(1) as f64).max(1.0);
             cost / (rate.requests as f64 * windows)
@@ -257,6 +253,9 @@ impl Findings {
                 .filter(enforced)
                 .all(|i| checks[i].probes[probe])
         };
+        let all_pass_as_written = (0..checks.len())
+            .filter(enforced)
+            .all(|i| checks[i].written.allowed);
         let flagged = plan.anomaly_factor != 1.0;
         let mut findings = Findings {
             headline,
@@ -287,7 +286,11 @@ impl Findings {
             Reason::Anomaly
         } else if plan.load_scaled() && all_pass_at(0) {
             Reason::Load
-        } else if beyond_effective {
+        } else if beyond_effective || all_pass_as_written {
+            // Only the scaling denied: the cost is above the scaled limit, or the load and
+            // anomaly factors together shrank the limits below what the request needs, though
+            // neither alone did. Named after the factor aimed at this subject when it applies;
+            // never `quota`, which a subject's features count as the policy's own refusal.
             if flagged && plan.anomaly_enforced {
                 Reason::Anomaly
             } else {

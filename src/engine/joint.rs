@@ -143,6 +143,7 @@ fn same_counter(a: &Check<'_>, b: &Check<'_>) -> bool {
         && a.rate == b.rate
         && a.enforce == b.enforce
         && a.probes == b.probes
+        && a.written == b.written
 }
 
 /// In a request that was not admitted nothing was consumed: a passing check's remaining

@@ -148,6 +148,7 @@ impl Plan {
                         probe(scales.without_load),
                         probe(scales.anomaly_counterfactual),
                     ],
+                    written: Some(base).filter(|b| *b != rate),
                     slowest: limit.rate(self.slowest_scale(i)).requests.max(1),
                 }
             })

@@ -196,9 +196,14 @@ fn evaluate(state: Option<&State>, now: Micros, check: &Check<'_>) -> CheckResul
         Some(rate) => algorithm::peek(state, now, rate, check.cost).allowed,
         None => outcome.allowed,
     };
+    let written = match &check.written {
+        Some(rate) => algorithm::peek(state, now, rate, check.cost).into(),
+        None => outcome.into(),
+    };
     CheckResult {
         outcome,
         probes: [probe(&check.probes[0]), probe(&check.probes[1])],
+        written,
     }
 }
 

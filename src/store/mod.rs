@@ -34,6 +34,11 @@ pub struct Check<'a> {
     /// Other rates to evaluate without consuming ("would this pass at that rate?"); the
     /// engine uses them to explain a denial. `None` means the same as `rate`.
     pub probes: [Option<Rate>; 2],
+    /// The limit as written in the policy, evaluated without consuming when `rate` is scaled
+    /// away from it: a subject's features read its usage and denials against the limits as
+    /// written, whatever the load or anomaly factor made of them. `None` means the same as
+    /// `rate`.
+    pub written: Option<Rate>,
     /// Requests per window at the smallest scale the limit can later be checked at (at least
     /// 1). A `token_bucket` key is kept until it would have refilled at this rate, so a limit
     /// that shrinks after the request never finds its usage expired early.
@@ -58,6 +63,28 @@ pub struct CheckResult {
     pub outcome: Outcome,
     /// Whether the check would pass at each probe rate (`outcome.allowed` where no probe).
     pub probes: [bool; 2],
+    /// The check at the limit as written (`outcome`'s figures where `written` was `None`).
+    pub written: Written,
+}
+
+/// A check evaluated at the limit as written, consuming nothing.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Written {
+    pub allowed: bool,
+    /// The limit as written (the burst for bucket algorithms).
+    pub limit: u64,
+    /// What it leaves: after the request's cost when it would pass, as in [`Outcome`].
+    pub remaining: u64,
+}
+
+impl From<Outcome> for Written {
+    fn from(outcome: Outcome) -> Self {
+        Self {
+            allowed: outcome.allowed,
+            limit: outcome.limit,
+            remaining: outcome.remaining,
+        }
+    }
 }
 
 /// The result of applying one request.

@@ -3,7 +3,7 @@
 //! directly (which says which side is wrong when they differ).
 //!
 //! Requests have 1 to 4 checks over a few subjects and limit names, all algorithms, random
-//! costs and scales (the effective requests and burst), probes, shadow checks, dry runs and
+//! costs and scales (the effective requests and burst), probes, the limit as written, shadow checks, dry runs and
 //! batches; time moves by 0, by microseconds, by seconds, by up to a window, and onto window
 //! edges (one before, on, one after); now and then a limit name changes algorithm or window.
 //!
@@ -211,8 +211,10 @@ impl Gen {
                         .filter(|r| *r != rate)
                 };
                 let probes = [probe(), probe()];
+                let written = Some(self.bases[l].rate(1.0)).filter(|r| *r != rate);
                 let mut check = check(self.subjects[s], NAMES[l], rate, cost, !rng.one_in(5));
                 check.probes = probes;
+                check.written = written;
                 check
             })
             .collect();
@@ -384,7 +386,7 @@ fn print_step(step: usize, now: u64, request: &Request<'_>, applied: &Applied) {
     for (c, r) in request.checks.iter().zip(&applied.checks) {
         let o = r.outcome;
         println!(
-            "  {:08x}:{} {:?} w{} r{} b{} cost {} enforce {} probes {:?} -> {} rem {} reset {} retry {:?} probes {:?}",
+            "  {:08x}:{} {:?} w{} r{} b{} cost {} enforce {} probes {:?} -> {} rem {} reset {} retry {:?} probes {:?} written {:?}",
             c.subject.0 as u32,
             c.limit.name,
             c.rate.algorithm,
@@ -398,7 +400,8 @@ fn print_step(step: usize, now: u64, request: &Request<'_>, applied: &Applied) {
             o.remaining,
             o.reset_after,
             o.retry_after,
-            r.probes
+            r.probes,
+            r.written
         );
     }
 }

@@ -21,6 +21,7 @@ async fn run(conn: &mut redis::aio::MultiplexedConnection, mode: &str, now: i64,
         .arg(mode)
         .arg(&args[..])
         .arg(LIMIT)
+        .arg(&[-1_i64, -1][..])
         .query_async(conn)
         .await
         .expect("the script runs");

@@ -51,9 +51,13 @@ impl Reference {
                     algorithm::peek(state.as_ref(), now, &r, c.cost).allowed
                 })
             };
+            let as_written = c.written.map_or(outcome, |r| {
+                algorithm::peek(state.as_ref(), now, &r, c.cost)
+            });
             checks.push(CheckResult {
                 outcome,
                 probes: [probe(&c.probes[0]), probe(&c.probes[1])],
+                written: as_written.into(),
             });
             admitted &= outcome.allowed || !c.enforce;
         }

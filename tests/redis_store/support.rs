@@ -87,6 +87,7 @@ pub fn check(subject: KeyHash, limit: &str, rate: Rate, cost: u64, enforce: bool
         cost,
         enforce,
         probes: [None, None],
+        written: None,
         slowest: rate.requests,
     }
 }

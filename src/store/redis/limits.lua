@@ -10,15 +10,17 @@
 -- ARGV[1]  mode: "apply" (consume if every enforced limit passes), "dry" (evaluate only),
 --          "refund" (undo a consumption made at ARGV[2])
 -- ARGV[2]  now in microseconds since the epoch, or 0 for the server's TIME
--- ARGV[3]  number of checks; then 11 values per check:
+-- ARGV[3]  number of checks; then 13 values per check:
 --          algorithm, window, requests, burst, cost, enforce (1/0),
 --          probe 1 requests, probe 1 burst, probe 2 requests, probe 2 burst (-1: no probe),
 --          slowest: requests per window at the smallest scale the limit can take (a
---          token_bucket key lives until it would have refilled at that rate)
+--          token_bucket key lives until it would have refilled at that rate),
+--          written requests, written burst: the limit as written (-1: the same as checked)
 -- KEYS     one key per check; a sliding_log check has a second key (its running total)
 --
--- Returns {admitted, now, then 7 values per check: allowed, limit, remaining, reset_after,
---          retry_after (-1: never), probe 1 allowed, probe 2 allowed}
+-- Returns {admitted, now, then 10 values per check: allowed, limit, remaining, reset_after,
+--          retry_after (-1: never), probe 1 allowed, probe 2 allowed, and allowed, limit and
+--          remaining at the limit as written}
 
 local LOG, WINDOW, FIXED, BUCKET, GCRA = 1, 2, 3, 4, 5
 local TAGS = {'L', 'S', 'F', 'T', 'G'}
@@ -333,12 +335,13 @@ local function run(KEYS, ARGV)
   if #KEYS > 0 then values = redis.call('MGET', unpack(KEYS)) end
   local checks, out, admitted, k = {}, {0, now}, 1, 1
   for i = 1, n do
-    local b = 3 + (i - 1) * 11
+    local b = 3 + (i - 1) * 13
     local c = {
       alg = tonumber(ARGV[b + 1]), w = tonumber(ARGV[b + 2]), req = tonumber(ARGV[b + 3]),
       burst = tonumber(ARGV[b + 4]), cost = tonumber(ARGV[b + 5]), enforce = ARGV[b + 6] == '1',
       p1r = probe(ARGV[b + 7]), p1b = probe(ARGV[b + 8]),
       p2r = probe(ARGV[b + 9]), p2b = probe(ARGV[b + 10]), slow = tonumber(ARGV[b + 11]),
+      wr = probe(ARGV[b + 12]), wb = probe(ARGV[b + 13]),
       key = KEYS[k], key_at = k,
     }
     k = k + 1
@@ -351,10 +354,12 @@ local function run(KEYS, ARGV)
       local o = peek(c, st, now, c.req, c.burst)
       local p1 = c.p1r >= 0 and peek(c, st, now, c.p1r, c.p1b)[1] or o[1]
       local p2 = c.p2r >= 0 and peek(c, st, now, c.p2r, c.p2b)[1] or o[1]
+      local w = c.wr >= 0 and peek(c, st, now, c.wr, c.wb) or o
       if o[1] == 0 and c.enforce then admitted = 0 end
       local m = #out
       out[m + 1], out[m + 2], out[m + 3], out[m + 4] = o[1], o[2], o[3], o[4]
       out[m + 5], out[m + 6], out[m + 7] = o[5], p1, p2
+      out[m + 8], out[m + 9], out[m + 10] = w[1], w[2], w[3]
     end
   end
   out[1] = admitted

@@ -1,6 +1,6 @@
 //! The request script: encoding checks as KEYS and ARGV, decoding its reply.
 
-use super::super::{Applied, Check, CheckResult, Request};
+use super::super::{Applied, Check, CheckResult, Request, Written};
 use super::function::Call;
 use crate::algorithm::Outcome;
 use crate::clock::Micros;
@@ -40,7 +40,7 @@ pub fn key(prefix: &str, check: &Check<'_>) -> String {
 pub struct Invocation {
     keys: Vec<String>,
     mode: &'static str,
-    /// ARGV after the mode: the time, the number of checks, then 11 values per check.
+    /// ARGV after the mode: the time, the number of checks, then 13 values per check.
     numbers: Vec<i64>,
 }
 
@@ -48,7 +48,7 @@ impl Invocation {
     /// The invocation for `checks`; `now` of 0 asks the server's clock.
     pub fn new(prefix: &str, checks: &[&Check<'_>], mode: Mode, now: Micros) -> Self {
         let mut keys = Vec::with_capacity(checks.len() + 1);
-        let mut numbers = Vec::with_capacity(2 + 11 * checks.len());
+        let mut numbers = Vec::with_capacity(2 + 13 * checks.len());
         let (mode, at) = match mode {
             Mode::Apply => ("apply", now),
             Mode::Dry => ("dry", now),
@@ -70,6 +70,7 @@ impl Invocation {
             let probe = |p: &Option<Rate>| p.map_or((-1, -1), |r| (int(r.requests), int(r.burst)));
             let (p1r, p1b) = probe(&check.probes[0]);
             let (p2r, p2b) = probe(&check.probes[1]);
+            let (wr, wb) = probe(&check.written);
             let r = &check.rate;
             numbers.extend([
                 i64::from(algorithm_code(r.algorithm)),
@@ -83,6 +84,8 @@ impl Invocation {
                 p2r,
                 p2b,
                 int(check.slowest),
+                wr,
+                wb,
             ]);
         }
         Self {
@@ -121,12 +124,12 @@ impl Invocation {
 
 /// The script's reply: whether all passed, the time it used, and one result per check.
 pub fn decode(reply: &[i64], checks: usize) -> Option<(Applied, Micros)> {
-    if reply.len() != 2 + 7 * checks {
+    if reply.len() != 2 + 10 * checks {
         return None;
     }
     let to_u64 = |v: i64| u64::try_from(v).unwrap_or(0);
     let results = reply[2..]
-        .chunks_exact(7)
+        .chunks_exact(10)
         .map(|v| CheckResult {
             outcome: Outcome {
                 allowed: v[0] == 1,
@@ -136,6 +139,11 @@ pub fn decode(reply: &[i64], checks: usize) -> Option<(Applied, Micros)> {
                 retry_after: (v[4] >= 0).then(|| to_u64(v[4])),
             },
             probes: [v[5] == 1, v[6] == 1],
+            written: Written {
+                allowed: v[7] == 1,
+                limit: to_u64(v[8]),
+                remaining: to_u64(v[9]),
+            },
         })
         .collect();
     Some((
