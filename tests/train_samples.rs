@@ -121,3 +121,38 @@ fn traffic_without_archetypes_gives_null_ones_and_labels_must_be_all_or_none() {
     );
     assert!(!dir.path().join("partly-samples.jsonl").exists());
 }
+
+/// An address counts once however it is spelt, as in the daemon: a client at `10.0.0.7` that
+/// some log lines write as `::ffff:10.0.0.7` is one address, not two.
+#[test]
+fn an_address_in_two_spellings_is_one_address() {
+    let dir = tempfile::tempdir().unwrap();
+    simulate(dir.path(), 6, "10m", 60);
+    copy_without(dir.path(), "t.jsonl", "logs.jsonl", "label");
+    let mut logs = std::fs::read_to_string(dir.path().join("logs.jsonl")).unwrap();
+    let start = logs
+        .lines()
+        .next()
+        .and_then(|line| serde_json::from_str::<Value>(line).ok())
+        .and_then(|first| first["ts"].as_f64())
+        .unwrap();
+    for i in 0..40 {
+        let ip = ["10.0.0.7", "::ffff:10.0.0.7", "::FFFF:10.0.0.7"][i % 3];
+        let ts = start + 5.0 * i as f64;
+        logs.push_str(&format!(
+            "{{\"ts\": {ts}, \"user\": \"twin\", \"endpoint\": \"/a\", \"ip\": \"{ip}\", \"archetype\": \"twin\"}}\n"
+        ));
+    }
+    std::fs::write(dir.path().join("logs.jsonl"), logs).unwrap();
+    let (_, lines) = train_samples(dir.path(), "logs.jsonl", &["--kind", "gmm"]);
+    let twin: Vec<&Value> = lines.iter().filter(|l| l["archetype"] == "twin").collect();
+    assert!(!twin.is_empty());
+    for sample in twin {
+        let requests = sample["requests"].as_f64().unwrap();
+        assert_eq!(
+            sample["ips_per_request"].as_f64(),
+            Some(1.0 / requests),
+            "{sample}"
+        );
+    }
+}

@@ -9,7 +9,9 @@
 //! the error ratio (a denied request never reaches the upstream, so nothing reports it).
 
 use crate::clock::{ManualClock, Micros, micros};
-use crate::engine::{CheckRequest, Cost, Decision, EndpointPath, Engine, SubjectHasher};
+use crate::engine::{
+    CheckRequest, Cost, Decision, EndpointPath, Engine, FeatureTrace, SubjectHasher, path_of,
+};
 use crate::features::{ActivityWindow, Features, LimitOutcome, Recorder, SubjectFeatures};
 use crate::limit::KeyHash;
 use crate::policy::Policy;
@@ -136,11 +138,19 @@ pub async fn feature_samples(
         clock.set(now);
         let subject = engine.hasher().user(&record.user);
         sampler.note_subject(subject, record);
-        let Ok(decision) = engine.check(&check_request(record)).await else {
+        let request = check_request(record);
+        // The same values the daemon tells apart: the normalised path, and an address in its
+        // canonical form (`::ffff:1.2.3.4` is `1.2.3.4`, `2001:DB8:0::1` is `2001:db8::1`).
+        // Hashed without a key, so a retrain on the same traffic writes the same model.
+        let trace = FeatureTrace {
+            endpoint: hash64(&request.endpoint),
+            ip: request.ip.map(|ip| hash64(&ip.to_canonical().to_string())),
+        };
+        let Ok(decision) = engine.check(&request).await else {
             sampler.out.undecidable += 1;
             continue;
         };
-        sampler.record(subject, now, record, &decision);
+        sampler.record(subject, now, trace, record.status, &decision);
         if done % 16_384 == 0 {
             progress(done as u64);
         }
@@ -155,7 +165,7 @@ fn check_request(record: &TrafficRecord) -> CheckRequest<'_> {
     let ip: Option<IpAddr> = record.ip.as_deref().and_then(|ip| ip.parse().ok());
     CheckRequest {
         user: &record.user,
-        endpoint: EndpointPath::new(&record.endpoint),
+        endpoint: EndpointPath::new(path_of(&record.endpoint)),
         tier: record.tier.as_deref(),
         ip,
         cost: record.cost.and_then(Cost::new).unwrap_or(Cost::ONE),
@@ -246,25 +256,25 @@ impl<'a> Sampler<'a> {
         &mut self,
         subject: KeyHash,
         now: Micros,
-        record: &TrafficRecord,
+        trace: FeatureTrace,
+        status: Option<u16>,
         decision: &Decision,
     ) {
         let allowed = decision.allowed;
         self.out.requests += 1;
         self.out.denied += u64::from(!allowed);
-        let ip_hash = record.ip.as_deref().map(hash64);
         self.recorder.record_request(
             subject,
             now,
-            hash64(&EndpointPath::new(&record.endpoint)),
-            ip_hash,
+            trace.endpoint,
+            trace.ip,
             LimitOutcome {
                 denied: decision.denied_as_written(),
                 usage: decision.limit_usage,
                 overflow: decision.limit_overflow,
             },
         );
-        if let (true, Some(status)) = (allowed, record.status) {
+        if let (true, Some(status)) = (allowed, status) {
             self.recorder.record_status(subject, now, status);
         }
     }

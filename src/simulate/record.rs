@@ -1,6 +1,7 @@
 //! One line of labelled traffic in the JSON-lines format of docs/reference/cli.md (replay), written by `simulate` and read
 //! by `train`.
 
+use crate::replay::input::parse_jsonl_line;
 use serde::{Deserialize, Serialize};
 use std::io::{BufRead, Write};
 
@@ -59,8 +60,8 @@ pub struct Traffic {
     pub examples: Vec<(usize, String)>,
 }
 
-/// Reads jsonl traffic (numeric `ts`), skipping and counting unparsable lines; `progress`
-/// is told the bytes read so far.
+/// Reads jsonl traffic (numeric `ts`), skipping and counting the lines `replay` would skip and
+/// those without a numeric `ts`; `progress` is told the bytes read so far.
 pub fn read_jsonl(
     reader: impl BufRead,
     mut progress: impl FnMut(u64),
@@ -87,9 +88,15 @@ pub fn read_jsonl(
             0 => line.strip_prefix('\u{feff}').unwrap_or(&line),
             _ => &line,
         };
+        // Replay's reading first: a line it refuses (a time before 1970 or past 2255, a cost
+        // the engine refuses, a status no upstream answers, an address that is none) would
+        // give `train` features the daemon and `replay` never compute.
+        if let Err(problem) = parse_jsonl_line(line) {
+            traffic.skip(index + 1, problem.to_string());
+            continue;
+        }
         match serde_json::from_str::<TrafficRecord>(line) {
-            Ok(record) if record.ts.is_finite() => traffic.records.push(record),
-            Ok(_) => traffic.skip(index + 1, "ts is not a finite number".into()),
+            Ok(record) => traffic.records.push(record),
             Err(e) => traffic.skip(index + 1, json_line_problem::<TrafficRecord>(line, e)),
         }
     }
@@ -144,4 +151,49 @@ pub fn write_jsonl(mut out: impl Write, records: &[TrafficRecord]) -> std::io::R
         out.write_all(b"\n")?;
     }
     out.flush()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// `train` reads what `replay` reads: a line `replay` refuses gives no record here, so the
+    /// features of `train` are those the daemon computes (and a time far in the future no
+    /// longer sends the sampling clock round past `u64::MAX`).
+    #[test]
+    fn lines_replay_refuses_are_skipped_naming_the_problem() {
+        let good = r#"{"ts": 1800000000.5, "user": "ann", "endpoint": "/a", "ip": "::ffff:10.0.0.1", "status": 200}"#;
+        let refused = [
+            (
+                r#"{"ts": -5, "user": "ann", "endpoint": "/a"}"#,
+                "`ts`: before 1970 or after 2255",
+            ),
+            (
+                r#"{"ts": 2e13, "user": "ann", "endpoint": "/a"}"#,
+                "`ts`: before 1970 or after 2255",
+            ),
+            (
+                r#"{"ts": 1800000001, "user": "ann", "endpoint": "/a", "cost": 0}"#,
+                "`cost` must be between 1 and 1000000 (it is 0)",
+            ),
+            (
+                r#"{"ts": 1800000002, "user": "ann", "endpoint": "/a", "status": 999}"#,
+                "`status` must be between 100 and 599 (it is 999)",
+            ),
+            (
+                r#"{"ts": 1800000003, "user": "ann", "endpoint": "/a", "ip": "10.0.0"}"#,
+                "`ip` \"10.0.0\" is not an IPv4 or IPv6 address",
+            ),
+            (
+                r#"{"ts": "2027-01-15T08:00:00Z", "user": "ann", "endpoint": "/a"}"#,
+                "`ts`: invalid type: string \"2027-01-15T08:00:00Z\", expected f64 at line 1 column 29",
+            ),
+        ];
+        for (line, problem) in refused {
+            let text = format!("{good}\n{line}\n");
+            let traffic = read_jsonl(text.as_bytes(), |_| {}).expect("one good line");
+            assert_eq!(traffic.records.len(), 1, "{line}");
+            assert_eq!(traffic.examples, [(2, problem.to_owned())], "{line}");
+        }
+    }
 }
