@@ -218,6 +218,22 @@ fn with_stdout_closed(dir: &Path, args: &[&str]) -> Output {
     child.wait_with_output().expect("the binary ends")
 }
 
+/// `ratewarden ARGS 2>&1 | head -0`: both streams' reader has left; the exit code and
+/// whether the file was written are what is left to check.
+fn with_both_closed(dir: &Path, args: &[&str]) -> std::process::ExitStatus {
+    let mut child = Command::new(env!("CARGO_BIN_EXE_ratewarden"))
+        .args(args)
+        .current_dir(dir)
+        .env_remove("RATEWARDEN_POLICY")
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("the binary runs");
+    drop(child.stdout.take());
+    drop(child.stderr.take());
+    child.wait().expect("the binary ends")
+}
+
 #[test]
 fn train_and_replay_write_their_files_when_the_reader_has_left() {
     let dir = tempfile::tempdir().unwrap();
@@ -230,6 +246,13 @@ fn train_and_replay_write_their_files_when_the_reader_has_left() {
     assert!(trained.status.success(), "{stderr}");
     assert!(!stderr.contains("panicked"), "{stderr}");
     assert!(dir.path().join("m.json").exists());
+    // Its warnings (a small run holds out few abusers) go to a stderr nobody reads either.
+    let trained = with_both_closed(
+        dir.path(),
+        &["train", "--data", "t.jsonl", "--out", "m2.json"],
+    );
+    assert!(trained.success(), "{trained}");
+    assert!(dir.path().join("m2.json").exists());
 
     let policy = Path::new(env!("CARGO_MANIFEST_DIR")).join("ratewarden.yaml");
     let replayed = with_stdout_closed(
@@ -256,7 +279,28 @@ fn train_refuses_what_would_fail_after_the_fit_before_reading_the_data() {
     std::fs::create_dir(dir.path().join("a-folder")).unwrap();
     // The data file does not exist: each refusal comes before it is opened.
     std::fs::write(dir.path().join("old.jsonl"), "").unwrap();
-    let cases: [(&[&str], &str); 11] = [
+    let cases: [(&[&str], &str); 14] = [
+        (
+            &["--out", "absent.jsonl", "--force"],
+            "error: --out absent.jsonl is also named by --data: an output never replaces what \
+             train reads\n",
+        ),
+        (
+            &[
+                "--out",
+                "m.json",
+                "--evaluate-on",
+                "old.jsonl",
+                "--reliability-plot",
+                "./old.jsonl",
+            ],
+            "error: --reliability-plot ./old.jsonl is also named by --evaluate-on: an output \
+             never replaces what train reads\n",
+        ),
+        (
+            &["--out", "m.json", "--reliability-plot", "r.gif"],
+            "error: --reliability-plot r.gif: the diagram is drawn as PNG; name a .png file\n",
+        ),
         (
             &["--out", "missing/m.json"],
             "error: missing/m.json: no folder missing to write it in\n",

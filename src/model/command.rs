@@ -7,6 +7,7 @@ use super::print::{print_data, print_graded, print_report};
 use super::samples::{DEFAULT_EVERY, Sample, SampleOptions, Samples, feature_samples};
 use super::train::{TrainError, TrainOptions, TrainReport, train};
 use super::{ModelError, ModelKind};
+use crate::cli::paths::{input_at, same_file};
 use crate::features::FEATURE_NAMES;
 use crate::policy::Policy;
 use crate::simulate::{ReadError, Traffic, read_jsonl};
@@ -105,6 +106,14 @@ pub enum TrainCommandError {
     SamplesWouldOverwrite(PathBuf),
     #[error("--samples-out {0} is also named by --{1}")]
     SamplesOutTaken(PathBuf, &'static str),
+    #[error("{flag} {path} is also named by {input}: an output never replaces what train reads")]
+    OutputIsInput {
+        flag: &'static str,
+        path: PathBuf,
+        input: &'static str,
+    },
+    #[error("--reliability-plot {0}: the diagram is drawn as PNG; name a .png file")]
+    PlotFormat(PathBuf),
     #[error("{0} apply to the logistic kind only")]
     LogisticOnly(&'static str),
     #[error(
@@ -203,8 +212,36 @@ fn refuse_before_training(args: &TrainArgs) -> Result<(), TrainCommandError> {
     if args.out.is_dir() {
         return Err(TrainCommandError::OutIsFolder(args.out.clone()));
     }
+    let inputs = || {
+        std::iter::once((args.data.as_path(), "--data"))
+            .chain(
+                args.evaluate_on
+                    .iter()
+                    .map(|p| (p.as_path(), "--evaluate-on")),
+            )
+            .chain(args.policy.iter().map(|p| (p.as_path(), "--policy")))
+    };
+    let outputs = [
+        (Some(&args.out), "--out"),
+        (args.reliability_plot.as_ref(), "--reliability-plot"),
+    ];
+    for (path, flag) in outputs {
+        if let Some(path) = path
+            && let Some(input) = input_at(path, inputs())
+        {
+            let path = path.clone();
+            return Err(TrainCommandError::OutputIsInput { flag, path, input });
+        }
+    }
     if args.out.exists() && !args.force {
         return Err(TrainCommandError::WouldOverwrite(args.out.clone()));
+    }
+    if let Some(path) = &args.reliability_plot
+        && !path
+            .extension()
+            .is_some_and(|e| e.eq_ignore_ascii_case("png"))
+    {
+        return Err(TrainCommandError::PlotFormat(path.clone()));
     }
     if let Some(path) = &args.samples_out {
         refuse_samples_out(args, path)?;
@@ -240,10 +277,10 @@ fn refuse_before_training(args: &TrainArgs) -> Result<(), TrainCommandError> {
 /// none, and would print an empty table without a word.
 fn warn_without_archetypes(path: &Path, traffic: &Traffic, consequence: &str) {
     if traffic.records.iter().all(|r| r.archetype.is_none()) {
-        eprintln!(
+        note(format_args!(
             "warning: {} has no `archetype` field (simulate writes one): {consequence}",
             path.display()
-        );
+        ));
     }
 }
 
@@ -286,13 +323,6 @@ fn refuse_samples_out(args: &TrainArgs, path: &Path) -> Result<(), TrainCommandE
     Ok(())
 }
 
-fn same_file(a: &Path, b: &Path) -> bool {
-    match (a.canonicalize(), b.canonicalize()) {
-        (Ok(a), Ok(b)) => a == b,
-        _ => a == b,
-    }
-}
-
 /// The policy named, else `./ratewarden.yaml`, else the one shipped with ratewarden (so
 /// training works from any folder).
 fn training_policy(named: Option<&Path>) -> Result<Policy, TrainCommandError> {
@@ -302,9 +332,9 @@ fn training_policy(named: Option<&Path>) -> Result<Policy, TrainCommandError> {
         Some(path) => path,
         None if local.exists() => local,
         None => {
-            eprintln!(
+            note(format_args!(
                 "no --policy and no ./ratewarden.yaml: using the policy shipped with ratewarden"
-            );
+            ));
             return Policy::from_yaml(SHIPPED, Path::new(".")).map_err(|e| {
                 TrainCommandError::Policy {
                     path: PathBuf::from("(shipped ratewarden.yaml)"),
@@ -325,9 +355,9 @@ const FEW_HELD_OUT_ABUSERS: u64 = 30;
 fn warn_if_few_abusers(report: &TrainReport) {
     let abusers = report.held_out.subjects.abuse;
     if abusers < FEW_HELD_OUT_ABUSERS {
-        eprintln!(
+        note(format_args!(
             "warning: only {abusers} abusive subjects were held out; below {FEW_HELD_OUT_ABUSERS} the figures above mean little (train on more subjects)"
-        );
+        ));
     }
 }
 
@@ -352,9 +382,12 @@ fn read_traffic(path: &Path) -> Result<Traffic, TrainCommandError> {
         })?;
     reading.finish();
     if traffic.skipped > 0 {
-        eprintln!("skipped {} unparsable lines:", traffic.skipped);
+        note(format_args!(
+            "skipped {} unparsable lines:",
+            traffic.skipped
+        ));
         for (line, problem) in &traffic.examples {
-            eprintln!("  line {line}: {problem}");
+            note(format_args!("  line {line}: {problem}"));
         }
     }
     traffic.records.sort_by(|a, b| a.ts.total_cmp(&b.ts));
@@ -431,4 +464,11 @@ fn fit(
     )?;
     fitting.finish_and_clear();
     Ok(report)
+}
+
+/// A line on stderr. A reader that left (`train 2>&1 | head`) must not stop the model being
+/// written, as `eprintln!` would by panicking.
+fn note(line: std::fmt::Arguments<'_>) {
+    use std::io::Write;
+    let _ = writeln!(std::io::stderr(), "{line}");
 }

@@ -87,6 +87,12 @@ pub enum ReplayError {
     Stdout(std::io::Error),
     #[error("{path}: no folder {folder} to write it in")]
     NoFolder { path: PathBuf, folder: PathBuf },
+    #[error("{flag} {path} is also named by {input}: an output never replaces what replay reads")]
+    OutputIsInput {
+        flag: &'static str,
+        path: PathBuf,
+        input: &'static str,
+    },
     #[error("{flag} {path}: is a folder; name a file to write")]
     OutputIsFolder { flag: &'static str, path: PathBuf },
     #[error("--plot {0}: the plot is drawn as PNG or JPEG; name a .png, .jpg or .jpeg file")]
@@ -113,7 +119,7 @@ pub fn run(args: &ReplayArgs) -> Result<Report, ReplayError> {
         errors: e.after_heading(),
     })?;
     refuse_header_for_combined(&args.logs, args.format, args.subject.as_ref())?;
-    super::outputs::refuse_unwritable(args)?;
+    super::outputs::refuse_unwritable(args, policy.adaptive.anomaly.model.as_deref())?;
     for path in &args.logs {
         std::fs::metadata(path).map_err(|error| ReadError::Open {
             path: path.clone(),

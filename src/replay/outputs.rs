@@ -2,18 +2,34 @@
 //! is read: a replay can take minutes, and an output it cannot write should not end it.
 
 use super::command::{ReplayArgs, ReplayError};
+use crate::cli::paths::input_at;
 use std::path::{Path, PathBuf};
 
 /// An output that could not be written (its folder missing, a folder itself, a plot in a
-/// format it cannot be drawn in) is refused before the replay, not after it.
-pub fn refuse_unwritable(args: &ReplayArgs) -> Result<(), ReplayError> {
+/// format it cannot be drawn in) is refused before the replay, not after it, and so is one that
+/// would replace a log, the policy, its model or another output.
+pub fn refuse_unwritable(args: &ReplayArgs, model: Option<&Path>) -> Result<(), ReplayError> {
     let outputs = [
         ("--report", &args.report),
         ("--plot", &args.plot),
         ("--decisions", &args.decisions),
     ];
-    for (flag, path) in outputs {
+    let inputs = || {
+        args.logs
+            .iter()
+            .map(|p| (p.as_path(), "--log"))
+            .chain(std::iter::once((args.policy.as_path(), "--policy")))
+            .chain(model.map(|p| (p, "the policy's adaptive.anomaly.model")))
+    };
+    for (i, &(flag, path)) in outputs.iter().enumerate() {
         let Some(path) = path else { continue };
+        let other_outputs = outputs[..i]
+            .iter()
+            .filter_map(|(flag, p)| Some((p.as_deref()?, *flag)));
+        if let Some(input) = input_at(path, inputs().chain(other_outputs)) {
+            let path = path.clone();
+            return Err(ReplayError::OutputIsInput { flag, path, input });
+        }
         if path.is_dir() {
             return Err(ReplayError::OutputIsFolder {
                 flag,

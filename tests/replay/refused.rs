@@ -1,6 +1,6 @@
 //! What `replay` refuses before replaying, each with its exact message: an empty, missing or
 //! unparsable input, a bad policy, a model it cannot read, a header subject for a combined log,
-//! an output in a missing folder;
+//! an output in a missing folder or over one of its inputs;
 //! and a JSON line without the header its subject comes from is skipped as unparsable.
 
 use super::harness::{example_policy, replay, replay_report};
@@ -188,6 +188,49 @@ fn an_output_in_a_missing_folder_is_refused_before_replaying() {
             folder.display()
         ));
     }
+}
+
+/// A typing slip must not cost the recorded log: an output that names a log, the policy, its
+/// model or another output is refused, and the file is left as it was.
+#[test]
+fn an_output_that_would_replace_an_input_or_another_output_is_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let policy = example_policy();
+    let log = dir.path().join("access.log");
+    std::fs::write(&log, GOOD).unwrap();
+    let model = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("models/abuse.json");
+    let report = dir.path().join("r.json");
+    let cases = [
+        ("--report", log.clone(), "--log"),
+        ("--decisions", log.clone(), "--log"),
+        ("--report", policy.clone(), "--policy"),
+        (
+            "--report",
+            model.clone(),
+            "the policy's adaptive.anomaly.model",
+        ),
+        ("--decisions", report.clone(), "--report"),
+    ];
+    for (flag, out, input) in cases {
+        replay(
+            &[
+                "--policy",
+                policy.to_str().unwrap(),
+                "--log",
+                log.to_str().unwrap(),
+                "--report",
+                report.to_str().unwrap(),
+                flag,
+                out.to_str().unwrap(),
+            ],
+            &[],
+        )
+        .assert_fails_with(&format!(
+            "error: {flag} {} is also named by {input}: an output never replaces what replay reads\n",
+            out.display()
+        ));
+    }
+    assert_eq!(std::fs::read_to_string(&log).unwrap(), GOOD);
 }
 
 #[test]
