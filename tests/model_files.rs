@@ -114,6 +114,25 @@ fn corrupt_or_incompatible_model_files_are_refused_naming_the_problem() {
             "parameters.components[1]: precision is not positive definite",
         ),
         (
+            "subnormal_scale.json",
+            "parameters: give no score at the edges of the training range (a weight, scale or \
+             mean so large that the arithmetic overflows)",
+        ),
+        (
+            "weights_overflow.json",
+            "parameters: give no score at the edges of the training range (a weight, scale or \
+             mean so large that the arithmetic overflows)",
+        ),
+        (
+            "gmm_mean_overflows.json",
+            "parameters: give no score at the edges of the training range (a weight, scale or \
+             mean so large that the arithmetic overflows)",
+        ),
+        (
+            "long_version.json",
+            "version: must be at most 128 characters",
+        ),
+        (
             "gmm_quantiles_not_ascending.json",
             "parameters: log_likelihood_quantiles is not ascending",
         ),

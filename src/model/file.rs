@@ -196,6 +196,10 @@ pub fn parse(text: &str) -> Result<Model, Problem> {
         return Err(Problem::FormatVersion(format_version));
     }
     let version = raw.version.ok_or(missing("version"))?;
+    if version.chars().count() > MAX_VERSION_CHARS {
+        // It is a metric label (`ratewarden_model_info{version}`).
+        return Err(field("version", "must be at most 128 characters"));
+    }
     if version.trim().is_empty() {
         return Err(field("version", "must not be empty"));
     }
@@ -218,7 +222,7 @@ pub fn parse(text: &str) -> Result<Model, Problem> {
         ModelKind::Logistic => Scorer::Logistic(logistic(parameters)?),
         ModelKind::Gmm => Scorer::Mixture(mixture(parameters)?),
     };
-    Ok(Model {
+    let model = Model {
         version,
         scaler,
         scorer,
@@ -227,8 +231,19 @@ pub fn parse(text: &str) -> Result<Model, Problem> {
         evaluation: raw
             .evaluation
             .and_then(|value| serde_json::from_value::<Evaluation>(value).ok()),
-    })
+    };
+    if !model.scores_at_the_edges() {
+        return Err(field(
+            "parameters",
+            "give no score at the edges of the training range (a weight, scale or mean so \
+             large that the arithmetic overflows)",
+        ));
+    }
+    Ok(model)
 }
+
+/// The longest `version` a file may give.
+const MAX_VERSION_CHARS: usize = 128;
 
 /// The file's text for a model (pretty-printed: it is committed and reviewed).
 pub fn render(model: &Model) -> String {
