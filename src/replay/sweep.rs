@@ -43,10 +43,12 @@ impl FromStr for Sweep {
         if step <= 0.0 {
             return Err(format!("{text:?}: STEP must be above 0"));
         }
-        let count = ((to - from) / step + 1e-9).floor() as usize + 1;
-        if count > MAX_VALUES {
+        // Counted in floats: a step of 1e-20 makes more values than a usize holds.
+        let count = ((to - from) / step + 1e-9).floor() + 1.0;
+        if count > MAX_VALUES as f64 {
             return Err(format!("{text:?}: {count} values; at most {MAX_VALUES}"));
         }
+        let count = count as usize;
         let values = (0..count)
             .map(|i| ((from + step * i as f64) * 1e9).round() / 1e9)
             .collect();
@@ -102,5 +104,9 @@ mod tests {
         assert!("limit=1:2:1".parse::<Sweep>().is_err());
         assert!("threshold=0.9:0.5:0.1".parse::<Sweep>().is_err());
         assert!("threshold=0:1:0".parse::<Sweep>().is_err());
+        assert_eq!(
+            "threshold=0:1:1e-20".parse::<Sweep>(),
+            Err("\"threshold=0:1:1e-20\": 100000000000000000000 values; at most 200".into())
+        );
     }
 }

@@ -31,9 +31,17 @@ fn time_span(text: &str) -> Result<Duration, String> {
     }
 }
 
+/// The most subjects a simulation takes. It holds all of its traffic in memory (about 250
+/// requests a subject an hour), and a count near `usize::MAX` ended the process on its first
+/// allocation.
+const MAX_SUBJECTS: usize = 1_000_000;
+
 fn subject_count(text: &str) -> Result<usize, String> {
     match text.parse::<usize>() {
         Ok(0) => Err("a simulation needs at least 1 subject".to_string()),
+        Ok(count) if count > MAX_SUBJECTS => Err(format!(
+            "at most {MAX_SUBJECTS} subjects (a simulation holds its traffic in memory)"
+        )),
         Ok(count) => Ok(count),
         Err(error) => Err(error.to_string()),
     }
