@@ -192,6 +192,25 @@ impl ControlLoop {
             }
         };
         report.leader = self.fleet.as_ref().is_none_or(|f| f.is_leader());
+        let mut verdict = verdict;
+        if let (Some(verdict), false) = (verdict.as_mut(), report.leader) {
+            // A follower adopts the leader's standings without scoring; the subjects the
+            // leader scored come with their features, so it names the novel ones itself, for
+            // its gauge and log lines as on the leader.
+            if let Some(model) = self.model.get() {
+                verdict.novel = verdict
+                    .standings
+                    .keys()
+                    .filter(|s| {
+                        verdict
+                            .observed
+                            .get(*s)
+                            .is_some_and(|o| model.is_novel(&o.features))
+                    })
+                    .copied()
+                    .collect();
+            }
+        }
         if let Some(verdict) = verdict {
             self.novel_subjects.announce(&self.model, &verdict);
             self.publish(verdict, thresholds.anomaly_threshold, now, &mut report);

@@ -1,5 +1,6 @@
 //! Two daemons' control loops on one real Redis: one holds the lease and scores, the other
-//! adopts its standings; both see the same features for a subject whose traffic they split.
+//! adopts its standings; both see the same features for a subject whose traffic they split, and
+//! count the same novel subjects.
 //! Every key the control loop writes has a TTL. With no model, the loop sends Redis nothing.
 //! A flushed script cache, on one Redis or on every node of a cluster, is no outage.
 
@@ -201,6 +202,36 @@ async fn two_daemons_agree_on_an_abusers_score_flag_and_scale() {
         request.ip = Some("10.9.9.9".parse().unwrap());
         let decision = engine.check(&request).await.unwrap();
         assert_eq!(decision.scale, 0.1, "both daemons shrink mallory");
+    }
+}
+
+/// The leader scores and the follower adopts its standings: both count the novel subject in
+/// `ratewarden_novel_subjects` (the follower counted none, having scored nobody).
+#[tokio::test]
+async fn a_follower_counts_the_novel_subjects_the_leader_scored() {
+    let server = RedisServer::start();
+    let clock = ManualClock::starting_at(START);
+    let yaml =
+        crate::common::EXAMPLE_POLICY.replace("url: memory://", &format!("url: {}", server.url()));
+    let mut daemons = Vec::new();
+    for _ in 0..2 {
+        let store = RedisStore::connect(&server.url(), "rw", Duration::from_secs(2)).unwrap();
+        daemons.push(daemon_on(store, &yaml, &clock, true));
+    }
+    // Past the 10 SMS an hour the example policy allows, each request asks a tenth of it: 600
+    // ask 59 hours' worth, past the 46.54 the shipped model saw (its `limit_demand` range).
+    for _ in 0..6 {
+        send(&daemons[0].0, "pumper", "/sms/send", "10.2.0.1", 100).await;
+        clock.advance(Duration::from_secs(1));
+    }
+    for _ in 0..3 {
+        clock.advance(Duration::from_secs(1));
+        for (_, control) in &mut daemons {
+            control.cycle().await;
+        }
+    }
+    for (engine, _) in &daemons {
+        assert_eq!(engine.metrics().novel_subjects.get(), 1);
     }
 }
 
