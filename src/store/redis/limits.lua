@@ -352,9 +352,16 @@ local function run(KEYS, ARGV)
       refund(c, st, tonumber(ARGV[2]), now)
     else
       local o = peek(c, st, now, c.req, c.burst)
-      local p1 = c.p1r >= 0 and peek(c, st, now, c.p1r, c.p1b)[1] or o[1]
-      local p2 = c.p2r >= 0 and peek(c, st, now, c.p2r, c.p2b)[1] or o[1]
-      local w = c.wr >= 0 and peek(c, st, now, c.wr, c.wb) or o
+      local o1 = c.p1r >= 0 and peek(c, st, now, c.p1r, c.p1b) or o
+      local o2 = c.p2r >= 0 and peek(c, st, now, c.p2r, c.p2b) or o
+      local p1, p2 = o1[1], o2[1]
+      -- The limit as written is often a probe's rate already (a factor of 1 on the other side).
+      local w = o
+      if c.wr >= 0 then
+        if c.wr == c.p1r and c.wb == c.p1b then w = o1
+        elseif c.wr == c.p2r and c.wb == c.p2b then w = o2
+        else w = peek(c, st, now, c.wr, c.wb) end
+      end
       if o[1] == 0 and c.enforce then admitted = 0 end
       local m = #out
       out[m + 1], out[m + 2], out[m + 3], out[m + 4] = o[1], o[2], o[3], o[4]
