@@ -7,6 +7,7 @@
 //!
 //! - [`clock`]: injected time, in microseconds since the epoch.
 //! - [`metrics`]: the one Prometheus `Metrics` struct, passed down; plain label values in.
+//! - [`files`]: files a command reads and writes told apart: an output never replaces an input.
 //! - [`limit`]: what a limit is and what it is counted per: limits, rates, algorithms' names,
 //!   subject and limit hashes.
 //! - [`algorithm`]: the five algorithms as pure functions of (state, now, rate, cost).
@@ -20,6 +21,8 @@
 //! - [`simulate`]: labelled synthetic traffic to train and test the model on.
 //! - [`engine`]: the use cases (check, batch, descriptors, subject view, report): tier, plan,
 //!   scaling, one atomic store request, the [`engine::Decision`], its metrics and features.
+//! - [`logs`]: lines of recorded traffic (the JSON-lines format) parsed as `train` and `replay`
+//!   both read them, and log timestamps.
 //! - [`model`]: the abuse model (linfa): features in, abuse score in [0, 1] out; training.
 //! - [`control`]: the control loop: load factor, features, abuse scores, standings.
 //! - [`reload`]: policy hot reload (SIGHUP, file changes, admin API).
@@ -40,9 +43,11 @@ pub mod daemon;
 pub mod engine;
 pub mod envoy_config;
 pub mod features;
+pub mod files;
 pub mod grpc;
 pub mod http;
 pub mod limit;
+pub mod logs;
 pub mod metrics;
 pub mod model;
 pub mod policy;

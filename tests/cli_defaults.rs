@@ -282,8 +282,8 @@ fn train_refuses_what_would_fail_after_the_fit_before_reading_the_data() {
     let cases: [(&[&str], &str); 14] = [
         (
             &["--out", "absent.jsonl", "--force"],
-            "error: --out absent.jsonl is also named by --data: an output never replaces what \
-             train reads\n",
+            "error: --out absent.jsonl is also named by --data: an output never replaces an \
+             input or another output\n",
         ),
         (
             &[
@@ -295,7 +295,7 @@ fn train_refuses_what_would_fail_after_the_fit_before_reading_the_data() {
                 "./old.jsonl",
             ],
             "error: --reliability-plot ./old.jsonl is also named by --evaluate-on: an output \
-             never replaces what train reads\n",
+             never replaces an input or another output\n",
         ),
         (
             &["--out", "m.json", "--reliability-plot", "r.gif"],
@@ -323,11 +323,13 @@ fn train_refuses_what_would_fail_after_the_fit_before_reading_the_data() {
         ),
         (
             &["--out", "m.json", "--samples-out", "absent.jsonl"],
-            "error: --samples-out absent.jsonl is also named by --data\n",
+            "error: --samples-out absent.jsonl is also named by --data: an output never \
+             replaces an input or another output\n",
         ),
         (
             &["--out", "m.json", "--samples-out", "m.json", "--force"],
-            "error: --samples-out m.json is also named by --out\n",
+            "error: --samples-out m.json is also named by --out: an output never replaces an \
+             input or another output\n",
         ),
         (
             &["--out", "m.json", "--samples-out", "old.jsonl"],

@@ -9,7 +9,7 @@ use std::path::{Path, PathBuf};
 
 /// Lowest first. Modules in one layer know nothing of each other.
 const LAYERS: &[&[&str]] = &[
-    &["clock", "metrics"],
+    &["clock", "metrics", "files"],
     &["limit"],
     &["algorithm"],
     &["store"],
@@ -17,6 +17,7 @@ const LAYERS: &[&[&str]] = &[
     &["policy", "envoy_config"],
     &["rules", "simulate"],
     &["engine"],
+    &["logs"],
     &["model"],
     &["control"],
     &["reload", "ratelimit_headers"],

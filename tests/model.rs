@@ -235,7 +235,7 @@ fn simulated_lines_are_replay_jsonl() {
         assert!(value.get(key).is_some(), "{key} missing in {line}");
     }
     assert!(value["ts"].is_f64() || value["ts"].is_u64());
-    let read = ratewarden::simulate::read_jsonl(&text[..], |_| {}).expect("reads");
+    let read = ratewarden::model::traffic::read_jsonl(&text[..], |_| {}).expect("reads");
     assert_eq!(read.records, records);
     assert_eq!(read.skipped, 0);
 }

@@ -115,18 +115,18 @@ fn corrupt_or_incompatible_model_files_are_refused_naming_the_problem() {
         ),
         (
             "subnormal_scale.json",
-            "parameters: give no score at the edges of the training range (a weight, scale or \
-             mean so large that the arithmetic overflows)",
+            "parameters: give no score somewhere in the training range (a weight, scale or mean \
+             so large that the arithmetic overflows)",
         ),
         (
             "weights_overflow.json",
-            "parameters: give no score at the edges of the training range (a weight, scale or \
-             mean so large that the arithmetic overflows)",
+            "parameters: give no score somewhere in the training range (a weight, scale or mean \
+             so large that the arithmetic overflows)",
         ),
         (
             "gmm_mean_overflows.json",
-            "parameters: give no score at the edges of the training range (a weight, scale or \
-             mean so large that the arithmetic overflows)",
+            "parameters: give no score somewhere in the training range (a weight, scale or mean \
+             so large that the arithmetic overflows)",
         ),
         (
             "long_version.json",

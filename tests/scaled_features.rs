@@ -2,7 +2,8 @@
 //! is read against the policy's limits as written, whatever the load and anomaly factors made
 //! of them: a flag must not erase the usage that earned it (the flag would then end and begin
 //! again), and denials that only the scaling caused must not count as the policy's refusals (a
-//! flag would feed itself).
+//! flag would feed itself). A request past the limits as written counts as `train` counts it,
+//! even when an idle machine's load factor lets it through.
 
 mod common;
 
@@ -95,4 +96,20 @@ async fn a_denial_only_the_load_and_anomaly_factors_together_cause_is_not_the_qu
     assert!(!d.allowed);
     assert_eq!(d.reason, Some(Reason::Load));
     assert!(!d.denied_as_written());
+}
+
+#[tokio::test]
+async fn a_request_past_the_limits_as_written_counts_even_when_an_idle_machine_lets_it_through() {
+    let (engine, _clock) = engine(EXAMPLE_POLICY);
+    // An idle machine lifts adaptive limits by half: /api/export, 5 a minute as written,
+    // allows 7. The sixth and seventh pass, and ask what the policy as written refuses: the
+    // features count them as `train`, which never scales, does.
+    engine.scale_factors().set_load_factor(1.5);
+    for n in 1..=7 {
+        let d = check(&engine, CheckRequest::new("erin", "/api/export")).await;
+        assert!(d.allowed, "request {n}");
+        assert_eq!(d.denied_as_written(), n > 5, "request {n}");
+        let overflow = if n > 5 { 1.0 / 150.0 } else { 0.0 };
+        assert_eq!(d.limit_overflow, overflow, "request {n}");
+    }
 }

@@ -5,7 +5,6 @@
 //! Each command's flags are the clap struct of the module that runs it, used as parsed.
 
 pub mod check_policy;
-pub mod paths;
 
 use crate::daemon::ServeArgs;
 use crate::model::command::TrainArgs;

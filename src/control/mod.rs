@@ -198,17 +198,20 @@ impl ControlLoop {
             // leader scored come with their features, so it names the novel ones itself, for
             // its gauge and log lines as on the leader.
             if let Some(model) = self.model.get() {
-                verdict.novel = verdict
-                    .standings
-                    .keys()
-                    .filter(|s| {
-                        verdict
-                            .observed
-                            .get(*s)
-                            .is_some_and(|o| model.is_novel(&o.features))
-                    })
-                    .copied()
-                    .collect();
+                // As the leader counts them: scored this cycle (not only held), and novel.
+                let min_requests = policy.adaptive.anomaly.min_requests.get();
+                verdict.novel = on_blocking_thread(|| {
+                    verdict
+                        .standings
+                        .keys()
+                        .filter(|s| {
+                            verdict.observed.get(*s).is_some_and(|o| {
+                                o.requests >= min_requests && model.is_novel(&o.features)
+                            })
+                        })
+                        .copied()
+                        .collect()
+                });
             }
         }
         if let Some(verdict) = verdict {

@@ -20,9 +20,11 @@ pub enum Reason {
     Quota,
     /// Only limits shorter than the request's longest limit are spent, and that one has room.
     Burst,
-    /// It would have passed at load factor 1.0.
+    /// It would have passed at load factor 1.0 (or only the scaling denied it, the subject not
+    /// flagged).
     Load,
-    /// It would have passed without the subject's anomaly factor.
+    /// It would have passed without the subject's anomaly factor, or, for a flagged subject,
+    /// only the load and anomaly factors together denied it.
     Anomaly,
     /// The store failed and `on_error` (or a full embedded store) denies.
     StoreUnavailable,
@@ -75,10 +77,13 @@ pub struct Decision {
     /// scaling), in use after this request: 0 far from every limit, 1 at one. It feeds the
     /// subject's `limit_usage` feature.
     pub limit_usage: f64,
-    /// For a denial, the share of the denying limit's allowance (as written) over the anomaly
-    /// window the request asked for beyond it; 0 when allowed. Summed over the window it
+    /// For a request the limits as written deny, the share of the denying limit's allowance (as
+    /// written) over the anomaly window the request asked for beyond it; else 0. Summed over the window it
     /// feeds the subject's `limit_demand` feature.
     pub limit_overflow: f64,
+    /// The enforced limits as written would deny this request (see
+    /// [`Decision::denied_as_written`]).
+    pub written_denied: bool,
     /// Indexes into [`Resolved::limits`].
     pub headline: Option<usize>,
     pub violated: SmallVec<[usize; 4]>,
@@ -98,6 +103,7 @@ impl Decision {
     pub fn from_applied_at(plan: Plan, applied: &Applied, check_costs: &[u64]) -> Decision {
         let findings = Findings::of(&plan, applied, check_costs);
         let head = findings.headline.map(|i| applied.checks[i].outcome);
+        let written_denied = denying_as_written(&plan, applied).next().is_some();
         Decision {
             allowed: applied.admitted,
             limit: head.map(|o| o.limit),
@@ -117,7 +123,8 @@ impl Decision {
             near_limit: applied.admitted
                 && head.is_some_and(|o| o.remaining.saturating_mul(5) <= o.limit),
             limit_usage: usage_as_written(&plan, applied),
-            limit_overflow: overflow_as_written(&plan, applied, &findings.violated),
+            limit_overflow: overflow_as_written(&plan, applied),
+            written_denied,
             headline: findings.headline,
             violated_limit: findings
                 .violated
@@ -129,13 +136,13 @@ impl Decision {
         }
     }
 
-    /// Denied by the policy's limits as written: the denials a subject's features count. Not a
-    /// denial while the store failed, nor one only the load or anomaly scaling caused (else a
-    /// flag would feed itself).
+    /// Denied by the policy's limits as written, whatever the load and anomaly factors made of
+    /// them: the denials a subject's features count, as `train` counts them on a policy it
+    /// never scales. One only the scaling caused is not (else a flag would feed itself), and
+    /// one past a limit as written is, even when an idle machine's factor let it through. Not
+    /// while the store failed.
     pub fn denied_as_written(&self) -> bool {
-        !self.allowed
-            && !self.degraded
-            && matches!(self.reason, Some(Reason::Quota | Reason::Burst))
+        self.written_denied && !self.degraded
     }
 
     /// The limits of the request in order (tier first, then endpoint rule).
@@ -190,20 +197,29 @@ fn usage_as_written(plan: &Plan, applied: &Applied) -> f64 {
         .fold(0.0, f64::max)
 }
 
+/// The enforced limits that deny the request as written.
+fn denying_as_written<'a>(plan: &'a Plan, applied: &'a Applied) -> impl Iterator<Item = &'a Limit> {
+    applied
+        .checks
+        .iter()
+        .enumerate()
+        .filter(|(_, c)| !c.written.allowed)
+        .filter_map(|(i, _)| plan.resolved.limit(i).filter(|l| !l.shadow))
+}
+
 /// What a denied request asked of the limits that denied it as written, as a share of the most
 /// it could have had in an anomaly window: a limit's requests (as written) for each of its
 /// windows the anomaly window spans, and one window's worth when the anomaly window is shorter.
 /// So a subject refused for a whole window at twice a per-minute limit sums to 1, and a burst
 /// refused once by an hourly quota to a sliver of it (an hour's allowance is not spent in
-/// seconds). The largest share over the denying limits; a limit that denied only because the
-/// load or anomaly factor shrank it counts nothing (else a flag would feed `limit_demand`).
-fn overflow_as_written(plan: &Plan, applied: &Applied, violated: &[usize]) -> f64 {
+/// seconds). The largest share over the limits that deny it as written: one that denied only
+/// because the load or anomaly factor shrank it counts nothing (else a flag would feed
+/// `limit_demand`), and one past its limit as written counts even when a factor above 1 let it
+/// through, as it would in training.
+fn overflow_as_written(plan: &Plan, applied: &Applied) -> f64 {
     let anomaly_window = micros(plan.resolved.policy.adaptive.anomaly.window).max(1) as f64;
     let cost = plan.cost as f64;
-    violated
-        .iter()
-        .filter(|&&i| applied.checks.get(i).is_some_and(|c| !c.written.allowed))
-        .filter_map(|&i| plan.resolved.limit(i))
+    denying_as_written(plan, applied)
         .map(|limit| {
             let rate = limit.base_rate();
             let windows = (anomaly_window / rate.window.max(1) as f64).max(1.0);

@@ -157,5 +157,9 @@ fn restore_unconsumed(checks: &mut CheckResults, costs: &[u64]) {
                 .saturating_add(*cost)
                 .min(check.outcome.limit);
         }
+        let written = &mut check.written;
+        if written.allowed {
+            written.remaining = written.remaining.saturating_add(*cost).min(written.limit);
+        }
     }
 }

@@ -148,7 +148,8 @@ impl Plan {
                         probe(scales.without_load),
                         probe(scales.anomaly_counterfactual),
                     ],
-                    written: Some(base).filter(|b| *b != rate),
+                    // Nothing reads a shadow limit as written: its usage is no feature.
+                    written: Some(base).filter(|b| *b != rate && !limit.shadow),
                     slowest: limit.rate(self.slowest_scale(i)).requests.max(1),
                 }
             })

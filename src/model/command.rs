@@ -5,12 +5,12 @@ use super::evaluate::FreshResult;
 use super::loao::graded;
 use super::print::{print_data, print_graded, print_report};
 use super::samples::{DEFAULT_EVERY, Sample, SampleOptions, Samples, feature_samples};
+use super::traffic::{ReadError, Traffic, read_jsonl};
 use super::train::{TrainError, TrainOptions, TrainReport, train};
 use super::{ModelError, ModelKind};
-use crate::cli::paths::{input_at, same_file};
 use crate::features::FEATURE_NAMES;
+use crate::files::input_at;
 use crate::policy::Policy;
-use crate::simulate::{ReadError, Traffic, read_jsonl};
 use indicatif::{ProgressBar, ProgressStyle};
 use std::io::BufReader;
 use std::path::{Path, PathBuf};
@@ -104,9 +104,10 @@ pub enum TrainCommandError {
     SamplesOutIsFolder(PathBuf),
     #[error("{0} exists; pass --force to replace it")]
     SamplesWouldOverwrite(PathBuf),
-    #[error("--samples-out {0} is also named by --{1}")]
-    SamplesOutTaken(PathBuf, &'static str),
-    #[error("{flag} {path} is also named by {input}: an output never replaces what train reads")]
+    #[error(
+        "{flag} {path} is also named by {input}: an output never replaces an input or another \
+         output"
+    )]
     OutputIsInput {
         flag: &'static str,
         path: PathBuf,
@@ -212,27 +213,7 @@ fn refuse_before_training(args: &TrainArgs) -> Result<(), TrainCommandError> {
     if args.out.is_dir() {
         return Err(TrainCommandError::OutIsFolder(args.out.clone()));
     }
-    let inputs = || {
-        std::iter::once((args.data.as_path(), "--data"))
-            .chain(
-                args.evaluate_on
-                    .iter()
-                    .map(|p| (p.as_path(), "--evaluate-on")),
-            )
-            .chain(args.policy.iter().map(|p| (p.as_path(), "--policy")))
-    };
-    let outputs = [
-        (Some(&args.out), "--out"),
-        (args.reliability_plot.as_ref(), "--reliability-plot"),
-    ];
-    for (path, flag) in outputs {
-        if let Some(path) = path
-            && let Some(input) = input_at(path, inputs())
-        {
-            let path = path.clone();
-            return Err(TrainCommandError::OutputIsInput { flag, path, input });
-        }
-    }
+    refuse_overwriting_inputs(args)?;
     if args.out.exists() && !args.force {
         return Err(TrainCommandError::WouldOverwrite(args.out.clone()));
     }
@@ -301,21 +282,46 @@ fn refuse_partly_labelled(args: &TrainArgs, traffic: &Traffic) -> Result<(), Tra
     Ok(())
 }
 
-/// `--samples-out` replaces no file by surprise: not another file of the command, nor an
-/// existing one without `--force`.
+/// An output that names a file the command reads (the policy read without `--policy`, from
+/// `./ratewarden.yaml`, included) or another output is refused, `--force` or not: a typing slip
+/// must not cost the training traffic, and two outputs in one file would keep only the last.
+fn refuse_overwriting_inputs(args: &TrainArgs) -> Result<(), TrainCommandError> {
+    let local_policy = Path::new(LOCAL_POLICY);
+    let policy = match &args.policy {
+        Some(path) => Some((path.as_path(), "--policy")),
+        None => local_policy
+            .exists()
+            .then_some((local_policy, "the policy read without --policy")),
+    };
+    let inputs = std::iter::once((args.data.as_path(), "--data"))
+        .chain(
+            args.evaluate_on
+                .iter()
+                .map(|p| (p.as_path(), "--evaluate-on")),
+        )
+        .chain(policy);
+    let outputs = [
+        (Some(&args.out), "--out"),
+        (args.reliability_plot.as_ref(), "--reliability-plot"),
+        (args.samples_out.as_ref(), "--samples-out"),
+    ];
+    let mut named: Vec<(&Path, &'static str)> = inputs.collect();
+    for (path, flag) in outputs {
+        let Some(path) = path else { continue };
+        if let Some(input) = input_at(path, named.iter().copied()) {
+            let path = path.clone();
+            return Err(TrainCommandError::OutputIsInput { flag, path, input });
+        }
+        named.push((path, flag));
+    }
+    Ok(())
+}
+
+/// `--samples-out` replaces no file by surprise: not a folder, nor an existing file without
+/// `--force` (nor another file of the command: [`refuse_overwriting_inputs`]).
 fn refuse_samples_out(args: &TrainArgs, path: &Path) -> Result<(), TrainCommandError> {
     if path.is_dir() {
         return Err(TrainCommandError::SamplesOutIsFolder(path.to_path_buf()));
-    }
-    let others = [
-        (Some(&args.data), "data"),
-        (Some(&args.out), "out"),
-        (args.reliability_plot.as_ref(), "reliability-plot"),
-    ];
-    for (other, flag) in others {
-        if other.is_some_and(|other| same_file(other, path)) {
-            return Err(TrainCommandError::SamplesOutTaken(path.to_path_buf(), flag));
-        }
     }
     if path.exists() && !args.force {
         return Err(TrainCommandError::SamplesWouldOverwrite(path.to_path_buf()));
@@ -323,11 +329,14 @@ fn refuse_samples_out(args: &TrainArgs, path: &Path) -> Result<(), TrainCommandE
     Ok(())
 }
 
+/// The policy `train` reads when none is named and the folder has one.
+const LOCAL_POLICY: &str = "ratewarden.yaml";
+
 /// The policy named, else `./ratewarden.yaml`, else the one shipped with ratewarden (so
 /// training works from any folder).
 fn training_policy(named: Option<&Path>) -> Result<Policy, TrainCommandError> {
     const SHIPPED: &str = include_str!("../../ratewarden.yaml");
-    let local = Path::new("ratewarden.yaml");
+    let local = Path::new(LOCAL_POLICY);
     let path = match named {
         Some(path) => path,
         None if local.exists() => local,

@@ -66,6 +66,25 @@ impl Logistic {
         z
     }
 
+    /// The largest magnitude the logit can take over rows with `|x_j| <= reach[j]`: the
+    /// intercept's, each weight's and each pair's at their largest, all adding up.
+    pub fn logit_bound(&self, reach: &[f64; FEATURE_COUNT]) -> f64 {
+        let mut bound = self.intercept.abs();
+        for (w, r) in self.weights.iter().zip(reach) {
+            bound += w.abs() * r;
+        }
+        if !self.interactions.is_empty() {
+            let mut k = 0;
+            for i in 0..FEATURE_COUNT {
+                for j in i..FEATURE_COUNT {
+                    bound += self.interactions[k].abs() * reach[i] * reach[j];
+                    k += 1;
+                }
+            }
+        }
+        bound
+    }
+
     #[inline]
     pub fn probability(&self, x: &[f64; FEATURE_COUNT]) -> f64 {
         sigmoid(self.logit(x))

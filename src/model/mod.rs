@@ -26,6 +26,7 @@ macro_rules! say {
 
 mod archetypes;
 pub mod command;
+mod edges;
 pub mod evaluate;
 pub mod evidence;
 mod explain;
@@ -38,6 +39,7 @@ mod reliability;
 pub mod samples;
 mod samples_out;
 pub mod scaler;
+pub mod traffic;
 pub mod train;
 
 pub use evaluate::Evaluation;
@@ -250,36 +252,6 @@ impl Model {
                 (p / (1.0 - p)).ln()
             }
         }
-    }
-
-    /// Whether the model's logit is a number (not NaN) at the edges of its training range:
-    /// every finite weight, scale and mean passes the file's checks, yet a scale of 1e-320 or
-    /// weights of 1e300 overflow, and a NaN score would read as 0 (never flagged) or 1.
-    pub(crate) fn scores_at_the_edges(&self) -> bool {
-        let s = &self.scaler;
-        let lows: [f64; FEATURE_COUNT] =
-            std::array::from_fn(|j| (s.low[j] - s.mean[j]) / s.scale[j]);
-        let highs: [f64; FEATURE_COUNT] =
-            std::array::from_fn(|j| (s.high[j] - s.mean[j]) / s.scale[j]);
-        if lows.iter().chain(&highs).any(|x| !x.is_finite()) {
-            return false;
-        }
-        let one_edge = (0..FEATURE_COUNT).flat_map(|j| {
-            [lows[j], highs[j]].map(|edge| {
-                let mut x = [0.0; FEATURE_COUNT];
-                x[j] = edge;
-                x
-            })
-        });
-        [lows, highs, [0.0; FEATURE_COUNT]]
-            .into_iter()
-            .chain(one_edge)
-            .all(|x| match &self.scorer {
-                Scorer::Logistic(l) => !l.logit(&x).is_nan(),
-                // Its score maps the log-likelihood through quantiles, which would read a NaN
-                // as a number; the likelihood itself must be one.
-                Scorer::Mixture(m) => !m.log_likelihood(&x).is_nan(),
-            })
     }
 
     /// The score of one subject from its features and the requests behind them.

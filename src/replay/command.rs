@@ -87,7 +87,10 @@ pub enum ReplayError {
     Stdout(std::io::Error),
     #[error("{path}: no folder {folder} to write it in")]
     NoFolder { path: PathBuf, folder: PathBuf },
-    #[error("{flag} {path} is also named by {input}: an output never replaces what replay reads")]
+    #[error(
+        "{flag} {path} is also named by {input}: an output never replaces an input or another \
+         output"
+    )]
     OutputIsInput {
         flag: &'static str,
         path: PathBuf,

@@ -2,7 +2,7 @@
 //! is read: a replay can take minutes, and an output it cannot write should not end it.
 
 use super::command::{ReplayArgs, ReplayError};
-use crate::cli::paths::input_at;
+use crate::files::input_at;
 use std::path::{Path, PathBuf};
 
 /// An output that could not be written (its folder missing, a folder itself, a plot in a

@@ -15,9 +15,7 @@ mod record;
 mod script;
 mod tier;
 
-pub use record::{
-    Label, ReadError, Traffic, TrafficRecord, json_line_problem, read_jsonl, write_jsonl,
-};
+pub use record::{Label, TrafficRecord, json_line_problem, write_jsonl};
 pub use tier::Tier;
 
 use rand::SeedableRng;

@@ -192,18 +192,21 @@ impl MemoryStore {
 
 fn evaluate(state: Option<&State>, now: Micros, check: &Check<'_>) -> CheckResult {
     let outcome = algorithm::peek(state, now, &check.rate, check.cost);
-    let probe = |rate: &Option<Rate>| match rate {
-        Some(rate) => algorithm::peek(state, now, rate, check.cost).allowed,
-        None => outcome.allowed,
+    let at = |rate: &Option<Rate>| match rate {
+        Some(rate) => algorithm::peek(state, now, rate, check.cost),
+        None => outcome,
     };
-    let written = match &check.written {
-        Some(rate) => algorithm::peek(state, now, rate, check.cost).into(),
-        None => outcome.into(),
+    let probes = [at(&check.probes[0]), at(&check.probes[1])];
+    // The limit as written is often a probe's rate already (a factor of 1 on the other side).
+    let written = match check.written {
+        Some(rate) if check.probes[0] == Some(rate) => probes[0],
+        Some(rate) if check.probes[1] == Some(rate) => probes[1],
+        written => at(&written),
     };
     CheckResult {
         outcome,
-        probes: [probe(&check.probes[0]), probe(&check.probes[1])],
-        written,
+        probes: probes.map(|p| p.allowed),
+        written: written.into(),
     }
 }
 

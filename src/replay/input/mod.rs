@@ -7,12 +7,11 @@
 
 mod combined;
 mod escapes;
-mod jsonl;
 mod lines;
-pub mod time;
 
+pub use crate::logs::time;
+pub use crate::logs::{JsonLine, JsonlError, parse_jsonl_line};
 pub use combined::{CombinedError, CombinedLine, parse_combined_line};
-pub use jsonl::{JsonLine, JsonlError, parse_jsonl_line};
 pub use lines::{LineReader, MAX_LINE, RawLine, open};
 
 use super::traffic::{FileStats, Parsed, Traffic};
