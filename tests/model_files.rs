@@ -1,5 +1,6 @@
-//! Model files: every refused file is refused naming its problem, a missing or bad
-//! `evaluation` block is no reason to refuse one, and a `gmm` file scores in the unit interval.
+//! Model files: every refused file is refused naming its problem (a pipe or a folder at once),
+//! a missing or bad `evaluation` block is no reason to refuse one, and a `gmm` file scores in the
+//! unit interval.
 
 use ratewarden::features::{Features, SubjectFeatures};
 use ratewarden::model::{Model, ModelKind};
@@ -167,6 +168,34 @@ fn a_missing_model_file_is_refused() {
             path.display()
         )
     );
+}
+
+/// A pipe named as the model would hold `check-policy` and the daemon's start-up until a writer
+/// came (opening it waits); a folder is no model either.
+#[test]
+fn a_model_path_that_is_no_regular_file_is_refused_without_waiting() {
+    let dir = tempfile::tempdir().unwrap();
+    let pipe = dir.path().join("model.json");
+    let made = std::process::Command::new("mkfifo").arg(&pipe).status();
+    assert!(made.is_ok_and(|s| s.success()), "mkfifo");
+    for path in [pipe, dir.path().to_path_buf()] {
+        let (tx, rx) = std::sync::mpsc::channel();
+        let probe = path.clone();
+        std::thread::spawn(move || {
+            tx.send(Model::load(&probe).map(|_| ()).map_err(|e| e.to_string()))
+        });
+        let refused = rx
+            .recv_timeout(std::time::Duration::from_secs(10))
+            .expect("refused at once, not waiting for a writer");
+        assert_eq!(
+            refused,
+            Err(format!(
+                "cannot read model file {}: not a regular file (a pipe or a device would hold \
+                 the daemon's start-up until it ends)",
+                path.display()
+            ))
+        );
+    }
 }
 
 #[test]

@@ -30,6 +30,11 @@ pub use render::render;
 pub const FORMAT: &str = "ratewarden-abuse-model";
 pub const FORMAT_VERSION: &str = "3";
 
+/// The largest model file read: the shipped one is 30 KB, a 16-component mixture with a long
+/// `evaluation` a few MB; anything far larger is not a model (`/dev/zero`, a log named by
+/// mistake) and would be read into memory whole.
+pub const MAX_FILE_BYTES: u64 = 64 << 20;
+
 #[derive(Debug, thiserror::Error)]
 pub enum ModelError {
     #[error("cannot read model file {path}: {error}")]
@@ -37,6 +42,13 @@ pub enum ModelError {
         path: PathBuf,
         error: std::io::Error,
     },
+    #[error(
+        "cannot read model file {path}: not a regular file (a pipe or a device would hold the \
+         daemon's start-up until it ends)"
+    )]
+    NotAFile { path: PathBuf },
+    #[error("cannot read model file {path}: larger than {MAX_FILE_BYTES} bytes")]
+    TooLarge { path: PathBuf },
     #[error("cannot write model file {path}: {error}")]
     Write {
         path: PathBuf,

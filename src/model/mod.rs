@@ -177,10 +177,28 @@ impl Model {
 
     /// Reads and checks a model file.
     pub fn load(path: &Path) -> Result<Model, ModelError> {
-        let text = std::fs::read_to_string(path).map_err(|source| ModelError::Read {
+        use std::io::Read;
+        let read_error = |error| ModelError::Read {
             path: path.to_owned(),
-            error: source,
-        })?;
+            error,
+        };
+        // Looked at before opening: opening a pipe for reading waits for a writer.
+        let metadata = std::fs::metadata(path).map_err(read_error)?;
+        if !metadata.is_file() {
+            return Err(ModelError::NotAFile {
+                path: path.to_owned(),
+            });
+        }
+        if metadata.len() > file::MAX_FILE_BYTES {
+            return Err(ModelError::TooLarge {
+                path: path.to_owned(),
+            });
+        }
+        let file = std::fs::File::open(path).map_err(read_error)?;
+        let mut text = String::new();
+        file.take(file::MAX_FILE_BYTES)
+            .read_to_string(&mut text)
+            .map_err(read_error)?;
         Model::from_json(&text).map_err(|problem| ModelError::Invalid {
             path: path.to_owned(),
             problem,
