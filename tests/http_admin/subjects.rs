@@ -3,7 +3,12 @@
 
 use crate::harness::{Reply, TOKEN, admin, check, check_with, harness};
 use axum::http::{Method, StatusCode};
+use ratewarden::control::ModelSlot;
+use ratewarden::engine::SubjectStanding;
+use ratewarden::features::{Features, SubjectFeatures};
+use ratewarden::reload::Reloader;
 use serde_json::{Value, json};
+use std::sync::Arc;
 
 const AMBIGUOUS: &str = "the path is ambiguous: its `..` segment takes it to \"/export\" where dot-segments are \
     removed (nginx, Go) but not where the path is routed as sent (Express); send the path \
@@ -313,4 +318,48 @@ async fn subject_view_shows_the_tier_a_check_names() {
     )
     .await;
     reply.assert_problem(StatusCode::BAD_REQUEST, "unknown tier \"gold\"");
+}
+
+/// A flag held past the subject's last scored cycle keeps that cycle's score: an explanation of
+/// the features now, below `min_requests`, would not add up to it, so there is none until the
+/// subject is scored again.
+#[tokio::test]
+async fn a_held_flag_below_min_requests_shows_its_score_without_an_explanation() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("policy.yaml");
+    std::fs::write(&path, crate::harness::POLICY).unwrap();
+    let (engine, _clock) = crate::harness::engine(crate::harness::POLICY);
+    let model = Arc::new(ModelSlot::new(engine.metrics().clone()));
+    let shipped = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("models/abuse.json");
+    model.load(Some(&shipped)).expect("the shipped model");
+    let reloader = Reloader::new(path, engine.clone(), model);
+    let app = crate::harness::app(&engine, Some(TOKEN), Some(reloader));
+    let subject = engine.hasher().user("held");
+    let standing = SubjectStanding {
+        abuse_score: 0.97,
+        held_until: u64::MAX,
+        novel: false,
+    };
+    engine.scale_factors().set_standing(subject, standing);
+    let features = Features {
+        client_error_ratio: 0.9,
+        interarrival_cv: 0.1,
+        limit_usage: 0.5,
+        limit_demand: 0.5,
+        ..Features::default()
+    };
+    for (requests, explained) in [(5, false), (40, true)] {
+        let observed = SubjectFeatures { features, requests };
+        engine
+            .scale_factors()
+            .publish_observed([(subject, observed)].into_iter().collect());
+        let view = admin(&app, Method::GET, "/v1/admin/subjects/held", None).await;
+        assert_eq!(view.status, StatusCode::OK, "{}", view.text);
+        assert_eq!(view.json["abuse_score"], json!(0.97));
+        assert_eq!(
+            !view.json["explanation"].is_null(),
+            explained,
+            "{requests} requests"
+        );
+    }
 }

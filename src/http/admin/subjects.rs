@@ -228,8 +228,12 @@ pub async fn subject(
     }
     if let Some(model) = &model {
         view.model_version = Some(model.version().to_owned());
+        // Only for features the control loop scores: a flag held past the subject's last
+        // scored cycle keeps that cycle's score, which fewer requests would not explain.
         view.explanation = match (observed, view.abuse_score) {
-            (Some(observed), Some(_)) => Some(model.explain(&observed)),
+            (Some(observed), Some(_)) if observed.requests >= view.scoring.min_requests => {
+                Some(model.explain(&observed))
+            }
             _ => None,
         };
     }
