@@ -388,10 +388,16 @@ impl Connection {
         }
     }
 
-    /// Reads more bytes; `Ok(false)` at end of file.
+    /// Reads more bytes; `Ok(false)` at end of file. A read a signal interrupted (an in-process
+    /// daemon's signal handlers, a child's exit) is tried again, as `read_to_end` does.
     fn fill(&mut self) -> io::Result<bool> {
         let mut chunk = [0u8; 16 * 1024];
-        let n = self.stream.read(&mut chunk)?;
+        let n = loop {
+            match self.stream.read(&mut chunk) {
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+                read => break read?,
+            }
+        };
         self.buffer.extend_from_slice(&chunk[..n]);
         Ok(n > 0)
     }
