@@ -4,7 +4,18 @@
 //! told; neither may write over the traffic, policy or model it was given, which would be lost
 //! for a typing slip.
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
+
+/// An output that names an input or an earlier output of the same command.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error(
+    "{flag} {path} is also named by {input}: an output never replaces an input or another output"
+)]
+pub struct OutputIsInput {
+    pub flag: &'static str,
+    pub path: PathBuf,
+    pub input: &'static str,
+}
 
 /// Whether `a` and `b` name one file (through links and `..`); paths that do not exist yet are
 /// compared as written.
@@ -15,15 +26,24 @@ pub fn same_file(a: &Path, b: &Path) -> bool {
     }
 }
 
-/// The first of `inputs` (each with the flag that named it) that `output` would replace.
-pub fn input_at<'a>(
+/// Refuses `output` (named by `flag`) when it is one of `inputs` (each with the flag that named
+/// it), naming the first it would replace.
+pub fn refuse_replacing<'a>(
+    flag: &'static str,
     output: &Path,
     inputs: impl IntoIterator<Item = (&'a Path, &'static str)>,
-) -> Option<&'static str> {
-    inputs
+) -> Result<(), OutputIsInput> {
+    match inputs
         .into_iter()
         .find(|(input, _)| same_file(input, output))
-        .map(|(_, flag)| flag)
+    {
+        Some((_, input)) => Err(OutputIsInput {
+            flag,
+            path: output.to_path_buf(),
+            input,
+        }),
+        None => Ok(()),
+    }
 }
 
 #[cfg(test)]
@@ -38,10 +58,8 @@ mod tests {
         std::fs::create_dir(dir.path().join("sub")).unwrap();
         let other = dir.path().join("sub/../t.jsonl");
         assert!(same_file(&file, &other));
-        assert_eq!(
-            input_at(&other, [(file.as_path(), "--data")]),
-            Some("--data")
-        );
+        let refused = refuse_replacing("--out", &other, [(file.as_path(), "--data")]);
+        assert_eq!(refused.map_err(|e| e.input), Err("--data"));
         assert!(!same_file(&file, &dir.path().join("new.json")));
     }
 }

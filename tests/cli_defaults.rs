@@ -204,8 +204,9 @@ fn train_runs_without_a_policy_in_the_folder_and_warns_on_few_abusers() {
     );
 }
 
-/// `ratewarden ARGS` in `dir` whose reader has left before reading anything (`| head -0`).
-fn with_stdout_closed(dir: &Path, args: &[&str]) -> Output {
+/// `ratewarden ARGS` in `dir` whose reader has left before reading anything (`| head -0`); with
+/// `stderr_too`, as `2>&1 | head -0` (its output then holds nothing to read).
+fn with_reader_gone(dir: &Path, args: &[&str], stderr_too: bool) -> Output {
     let mut child = Command::new(env!("CARGO_BIN_EXE_ratewarden"))
         .args(args)
         .current_dir(dir)
@@ -215,47 +216,36 @@ fn with_stdout_closed(dir: &Path, args: &[&str]) -> Output {
         .spawn()
         .expect("the binary runs");
     drop(child.stdout.take());
+    if stderr_too {
+        drop(child.stderr.take());
+    }
     child.wait_with_output().expect("the binary ends")
-}
-
-/// `ratewarden ARGS 2>&1 | head -0`: both streams' reader has left; the exit code and
-/// whether the file was written are what is left to check.
-fn with_both_closed(dir: &Path, args: &[&str]) -> std::process::ExitStatus {
-    let mut child = Command::new(env!("CARGO_BIN_EXE_ratewarden"))
-        .args(args)
-        .current_dir(dir)
-        .env_remove("RATEWARDEN_POLICY")
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::piped())
-        .spawn()
-        .expect("the binary runs");
-    drop(child.stdout.take());
-    drop(child.stderr.take());
-    child.wait().expect("the binary ends")
 }
 
 #[test]
 fn train_and_replay_write_their_files_when_the_reader_has_left() {
     let dir = tempfile::tempdir().unwrap();
     simulate_small_run(dir.path());
-    let trained = with_stdout_closed(
+    let trained = with_reader_gone(
         dir.path(),
         &["train", "--data", "t.jsonl", "--out", "m.json"],
+        false,
     );
     let stderr = text(&trained.stderr);
     assert!(trained.status.success(), "{stderr}");
     assert!(!stderr.contains("panicked"), "{stderr}");
     assert!(dir.path().join("m.json").exists());
     // Its warnings (a small run holds out few abusers) go to a stderr nobody reads either.
-    let trained = with_both_closed(
+    let trained = with_reader_gone(
         dir.path(),
         &["train", "--data", "t.jsonl", "--out", "m2.json"],
+        true,
     );
-    assert!(trained.success(), "{trained}");
+    assert!(trained.status.success(), "{}", trained.status);
     assert!(dir.path().join("m2.json").exists());
 
     let policy = Path::new(env!("CARGO_MANIFEST_DIR")).join("ratewarden.yaml");
-    let replayed = with_stdout_closed(
+    let replayed = with_reader_gone(
         dir.path(),
         &[
             "replay",
@@ -266,6 +256,7 @@ fn train_and_replay_write_their_files_when_the_reader_has_left() {
             "--report",
             "r.json",
         ],
+        false,
     );
     let stderr = text(&replayed.stderr);
     assert!(replayed.status.success(), "{stderr}");

@@ -9,7 +9,7 @@ use super::traffic::{ReadError, Traffic, read_jsonl};
 use super::train::{TrainError, TrainOptions, TrainReport, train};
 use super::{ModelError, ModelKind};
 use crate::features::FEATURE_NAMES;
-use crate::files::input_at;
+use crate::files::refuse_replacing;
 use crate::policy::Policy;
 use indicatif::{ProgressBar, ProgressStyle};
 use std::io::BufReader;
@@ -104,15 +104,8 @@ pub enum TrainCommandError {
     SamplesOutIsFolder(PathBuf),
     #[error("{0} exists; pass --force to replace it")]
     SamplesWouldOverwrite(PathBuf),
-    #[error(
-        "{flag} {path} is also named by {input}: an output never replaces an input or another \
-         output"
-    )]
-    OutputIsInput {
-        flag: &'static str,
-        path: PathBuf,
-        input: &'static str,
-    },
+    #[error(transparent)]
+    OutputIsInput(#[from] crate::files::OutputIsInput),
     #[error("--reliability-plot {0}: the diagram is drawn as PNG; name a .png file")]
     PlotFormat(PathBuf),
     #[error("{0} apply to the logistic kind only")]
@@ -308,10 +301,7 @@ fn refuse_overwriting_inputs(args: &TrainArgs) -> Result<(), TrainCommandError> 
     let mut named: Vec<(&Path, &'static str)> = inputs.collect();
     for (path, flag) in outputs {
         let Some(path) = path else { continue };
-        if let Some(input) = input_at(path, named.iter().copied()) {
-            let path = path.clone();
-            return Err(TrainCommandError::OutputIsInput { flag, path, input });
-        }
+        refuse_replacing(flag, path, named.iter().copied())?;
         named.push((path, flag));
     }
     Ok(())

@@ -87,15 +87,8 @@ pub enum ReplayError {
     Stdout(std::io::Error),
     #[error("{path}: no folder {folder} to write it in")]
     NoFolder { path: PathBuf, folder: PathBuf },
-    #[error(
-        "{flag} {path} is also named by {input}: an output never replaces an input or another \
-         output"
-    )]
-    OutputIsInput {
-        flag: &'static str,
-        path: PathBuf,
-        input: &'static str,
-    },
+    #[error(transparent)]
+    OutputIsInput(#[from] crate::files::OutputIsInput),
     #[error("{flag} {path}: is a folder; name a file to write")]
     OutputIsFolder { flag: &'static str, path: PathBuf },
     #[error("--plot {0}: the plot is drawn as PNG or JPEG; name a .png, .jpg or .jpeg file")]

@@ -2,7 +2,7 @@
 //! is read: a replay can take minutes, and an output it cannot write should not end it.
 
 use super::command::{ReplayArgs, ReplayError};
-use crate::files::input_at;
+use crate::files::refuse_replacing;
 use std::path::{Path, PathBuf};
 
 /// An output that could not be written (its folder missing, a folder itself, a plot in a
@@ -26,10 +26,7 @@ pub fn refuse_unwritable(args: &ReplayArgs, model: Option<&Path>) -> Result<(), 
         let other_outputs = outputs[..i]
             .iter()
             .filter_map(|(flag, p)| Some((p.as_deref()?, *flag)));
-        if let Some(input) = input_at(path, inputs().chain(other_outputs)) {
-            let path = path.clone();
-            return Err(ReplayError::OutputIsInput { flag, path, input });
-        }
+        refuse_replacing(flag, path, inputs().chain(other_outputs))?;
         if path.is_dir() {
             return Err(ReplayError::OutputIsFolder {
                 flag,

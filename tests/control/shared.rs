@@ -152,17 +152,26 @@ async fn the_fleet_state_works_on_a_redis_cluster_too() {
     }
 }
 
+/// Two daemons with the shipped model on the example policy, sharing `server`.
+fn two_daemons_on_the_example_policy(
+    server: &RedisServer,
+    clock: &ManualClock,
+) -> Vec<(Arc<Engine<Backend>>, ControlLoop)> {
+    let yaml =
+        crate::common::EXAMPLE_POLICY.replace("url: memory://", &format!("url: {}", server.url()));
+    (0..2)
+        .map(|_| {
+            let store = RedisStore::connect(&server.url(), "rw", Duration::from_secs(2)).unwrap();
+            daemon_on(store, &yaml, clock, true)
+        })
+        .collect()
+}
+
 #[tokio::test]
 async fn two_daemons_agree_on_an_abusers_score_flag_and_scale() {
     let server = RedisServer::start();
     let clock = ManualClock::starting_at(START);
-    let yaml =
-        crate::common::EXAMPLE_POLICY.replace("url: memory://", &format!("url: {}", server.url()));
-    let mut daemons = Vec::new();
-    for _ in 0..2 {
-        let store = RedisStore::connect(&server.url(), "rw", Duration::from_secs(2)).unwrap();
-        daemons.push(daemon_on(store, &yaml, &clock, true));
-    }
+    let mut daemons = two_daemons_on_the_example_policy(&server, &clock);
     // A credential stuffer twice a second, alternating between the two daemons, each try from
     // another address, its failures reported to the daemon that answered.
     for attempt in 0..30u32 {
@@ -211,13 +220,7 @@ async fn two_daemons_agree_on_an_abusers_score_flag_and_scale() {
 async fn a_follower_counts_the_novel_subjects_the_leader_scored() {
     let server = RedisServer::start();
     let clock = ManualClock::starting_at(START);
-    let yaml =
-        crate::common::EXAMPLE_POLICY.replace("url: memory://", &format!("url: {}", server.url()));
-    let mut daemons = Vec::new();
-    for _ in 0..2 {
-        let store = RedisStore::connect(&server.url(), "rw", Duration::from_secs(2)).unwrap();
-        daemons.push(daemon_on(store, &yaml, &clock, true));
-    }
+    let mut daemons = two_daemons_on_the_example_policy(&server, &clock);
     // Past the 10 SMS an hour the example policy allows, each request asks a tenth of it: 600
     // ask 59 hours' worth, past the 46.54 the shipped model saw (its `limit_demand` range).
     for _ in 0..6 {
