@@ -197,6 +197,59 @@ fn a_model_path_that_is_no_regular_file_is_refused_without_waiting() {
         );
     }
 }
+#[test]
+fn a_byte_order_mark_before_the_json_is_ignored() {
+    let text = std::fs::read_to_string(root().join("models/abuse.json")).unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("saved_by_notepad.json");
+    std::fs::write(&path, format!("\u{feff}{text}")).unwrap();
+    let model = Model::load(&path).expect("loads");
+    assert_eq!(model.version(), shipped().version());
+}
+
+/// An intercept beyond `evidence.max_logit` (no trained model has one, a hand-edited file may)
+/// once turned the explanation's parts around: features that raised the score were shown
+/// lowering it.
+#[test]
+fn an_intercept_beyond_the_logit_bound_turns_no_contribution_around() {
+    let text = std::fs::read_to_string(root().join("models/abuse.json")).unwrap();
+    let mut file: serde_json::Value = serde_json::from_str(&text).unwrap();
+    file["parameters"]["intercept"] = serde_json::json!(12.0);
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("high_intercept.json");
+    std::fs::write(&path, file.to_string()).unwrap();
+    let edited = Model::load(&path).expect("loads");
+    let abusive = SubjectFeatures {
+        features: Features {
+            client_error_ratio: 0.9,
+            auth_failure_ratio: 0.9,
+            address_spread: 0.5,
+            limit_demand: 3.0,
+            ..Features::default()
+        },
+        requests: 500,
+    };
+    let (shipped, edited) = (shipped().explain(&abusive), edited.explain(&abusive));
+    let sum = edited.base
+        + edited
+            .features
+            .iter()
+            .filter_map(|c| c.contribution)
+            .sum::<f64>();
+    assert!(
+        (sum - edited.logit).abs() < 1e-9,
+        "{sum} against {}",
+        edited.logit
+    );
+    for (a, b) in shipped.features.iter().zip(&edited.features) {
+        let (before, after) = (a.contribution.unwrap(), b.contribution.unwrap());
+        assert!(
+            before * after >= 0.0,
+            "{}: {before} shipped, {after} edited",
+            a.feature
+        );
+    }
+}
 
 #[test]
 fn a_gmm_file_loads_and_scores_in_the_unit_interval() {

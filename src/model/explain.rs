@@ -94,14 +94,18 @@ impl Model {
         let (base, parts) = match &self.scorer {
             Scorer::Logistic(l) => {
                 let parts = logistic_parts(l, &x);
-                let bounded = z.clamp(-evidence.max_logit, evidence.max_logit);
+                let bound = |v: f64| v.clamp(-evidence.max_logit, evidence.max_logit);
+                // The features move the logit from the bounded intercept to the bounded sum;
+                // bounding is monotone, so the share kept lies in [0, 1] and no part changes
+                // sign, even for an intercept beyond the bound.
+                let anchor = bound(l.intercept);
                 let spread = z - l.intercept;
                 let kept = if spread == 0.0 {
                     1.0
                 } else {
-                    (bounded - l.intercept) / spread
+                    (bound(z) - anchor) / spread
                 };
-                let base = evidence.prior_logit * (1.0 - w) + w * l.intercept;
+                let base = evidence.prior_logit * (1.0 - w) + w * anchor;
                 (base, parts.map(|p| Some(w * kept * p)))
             }
             Scorer::Mixture(_) => (logit, [None; FEATURE_COUNT]),

@@ -16,6 +16,7 @@ use crate::control::{ControlLoop, ModelSlot, NoLoad};
 use crate::engine::{
     CheckError, CheckRequest, Decision, EndpointPath, Engine, Outcome, SubjectHasher,
 };
+use crate::features::window::bucket_len;
 use crate::limit::KeyHash;
 use crate::policy::{LoadSource, Policy};
 use crate::simulate::Label;
@@ -101,7 +102,8 @@ struct Daemon<'t> {
     by_hash: HashMap<KeyHash, u32>,
     interval: Micros,
     /// After this long without requests every window is empty and every flag has ended:
-    /// cycles change nothing until the next request, so they are skipped.
+    /// cycles change nothing until the next request, so they are skipped. A request leaves the
+    /// window a bucket after the window's length (buckets expire whole), so that counts too.
     quiet: Micros,
     next_cycle: Micros,
     next_sweep: Micros,
@@ -148,7 +150,10 @@ impl<'t> Daemon<'t> {
             control,
             by_hash,
             interval,
-            quiet: micros(anomaly.window) + micros(anomaly.hold) + 2 * interval,
+            quiet: micros(anomaly.window)
+                + bucket_len(anomaly.window)
+                + micros(anomaly.hold)
+                + 2 * interval,
             next_cycle: first + interval,
             next_sweep: first + micros(SWEEP_EVERY),
             last_request: first,

@@ -50,7 +50,12 @@ const COMBINED: &[(&str, &str, &str)] = &[
     (
         "status_of_four_digits",
         r#"203.0.113.7 - - [22/Nov/2026:08:00:03 +0000] "GET / HTTP/1.1" 2000 5"#,
-        r#"bad status "2000" (a number from 100 to 999, or -)"#,
+        r#"bad status "2000" (a number from 100 to 599, or -)"#,
+    ),
+    (
+        "status_beyond_http_range",
+        r#"203.0.113.7 - - [22/Nov/2026:08:00:03 +0000] "GET / HTTP/1.1" 600 5"#,
+        r#"bad status "600" (a number from 100 to 599, or -)"#,
     ),
     (
         "no_date_at_all",

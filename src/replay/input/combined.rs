@@ -53,7 +53,7 @@ pub enum CombinedError {
     Unterminated(&'static str),
     #[error("bad date [{text}]: {error}")]
     Date { text: String, error: TimeError },
-    #[error("bad status {0:?} (a number from 100 to 999, or -)")]
+    #[error("bad status {0:?} (a number from 100 to 599, or -)")]
     Status(String),
 }
 
@@ -85,7 +85,7 @@ pub fn parse_combined_line(line: &str) -> Result<CombinedLine<'_>, CombinedError
         text => Some(
             text.parse::<u16>()
                 .ok()
-                .filter(|s| (100..=999).contains(s))
+                .filter(|s| (100..=599).contains(s))
                 .ok_or_else(|| CombinedError::Status(text.to_owned()))?,
         ),
     };
