@@ -295,6 +295,44 @@ fn scaled_down_limit_keeps_usage_already_counted() {
     }
 }
 
+/// As the engine scales a limit: requests and burst both, so the bucket algorithms refill
+/// slower too. Usage already counted stays counted, and a `gcra` debt drains at the rate it
+/// was counted at.
+#[test]
+fn a_limit_scaled_as_the_engine_does_keeps_usage_already_counted() {
+    let both = |rate: &Rate, limit| Rate {
+        requests: limit,
+        burst: limit,
+        ..*rate
+    };
+    for algorithm in Algorithm::ALL {
+        let full = rate(algorithm, MINUTE, 10, 10);
+        let mut state = None;
+        consume(&mut state, T0, &full, 6);
+        let at = |limit| peek(state.as_ref(), T0, &both(&full, limit), 1);
+        assert_eq!((at(4).allowed, at(4).remaining), (false, 0), "{algorithm}");
+        assert!(!at(6).allowed, "{algorithm}");
+        assert_eq!((at(8).allowed, at(8).remaining), (true, 1), "{algorithm}");
+    }
+    // gcra: 6 counted at one per 6 s; at 5 a minute (one per 12 s, burst 5) the sixth
+    // second has drained one, and the next request waits for a second one.
+    let full = rate(Algorithm::Gcra, MINUTE, 10, 10);
+    let half = both(&full, 5);
+    let mut state = None;
+    consume(&mut state, T0, &full, 6);
+    let later = peek(state.as_ref(), T0 + 6 * SECOND, &half, 1);
+    assert_eq!(
+        (later.allowed, later.retry_after),
+        (false, Some(6 * SECOND))
+    );
+    assert!(peek(state.as_ref(), T0 + 12 * SECOND, &half, 1).allowed);
+    // Counted at the new rate from then on: 4 left (30 s at 6 s) become 48 s at 12 s.
+    assert_eq!(
+        consume(&mut state, T0 + 12 * SECOND, &half, 1),
+        T0 + 12 * SECOND + 60 * SECOND
+    );
+}
+
 #[derive(Debug, Clone)]
 struct Scenario {
     rate: Rate,

@@ -38,6 +38,32 @@ async fn burst_limit_denies_with_reason_burst_while_hourly_has_room() {
     );
 }
 
+/// A denial consumes nothing, so the limit it shows is the one with the least left *before*
+/// the cost: once it was a limit that would have passed, shown with the cost already taken
+/// off (`burst` with 0 left while it held 5, and `export`, which denied, held 4).
+#[tokio::test]
+async fn a_denial_shows_the_limit_with_the_least_left_unchanged() {
+    let (engine, _clock) = engine(EXAMPLE_POLICY);
+    let mut costly = req("dora", "/x");
+    costly.cost = Cost::new(14).unwrap();
+    assert!(check(&engine, req("dora", "/api/export")).await.allowed);
+    assert!(check(&engine, costly).await.allowed);
+    // burst: 20 - 1 - 14 = 5 left; export: 4 left; this asks 5 of each.
+    let mut five = req("dora", "/api/export");
+    five.cost = Cost::new(5).unwrap();
+    let d = check(&engine, five).await;
+    assert!(!d.allowed);
+    assert_eq!(violated(&d), ["export"]);
+    assert_eq!(d.headline_limit().map(|l| l.name.as_str()), Some("export"));
+    assert_eq!((d.limit, d.remaining), (Some(5), Some(4)));
+    // A cost no limit of 10 can fit: the hourly 100 and the burst 20 would have passed.
+    let mut eleven = req("erin", "/sms/send");
+    eleven.cost = Cost::new(11).unwrap();
+    let d = check(&engine, eleven).await;
+    assert_eq!(d.headline_limit().map(|l| l.name.as_str()), Some("sms"));
+    assert_eq!((d.limit, d.remaining), (Some(10), Some(10)));
+}
+
 #[tokio::test]
 async fn denied_request_consumes_nothing_from_any_limit() {
     let (engine, _clock) = engine(EXAMPLE_POLICY);
@@ -185,6 +211,54 @@ async fn anomaly_shadow_flags_without_scaling() {
     assert!(d.allowed);
     assert!(d.shadow, "the anomaly factor would have denied");
     assert_eq!(d.scale, 1.0);
+}
+
+/// Scaling changes limits, never the usage already counted, and a shadowed anomaly factor
+/// counts what it would deny, on every algorithm. `gcra` once read its usage in the scaled
+/// emission interval: 20 requests of a 100-an-hour limit read as 2 under a factor of 0.1, so
+/// a flag let the subject go on and shadow mode reported nothing.
+#[tokio::test]
+async fn a_flag_after_usage_denies_on_every_algorithm_shadowed_or_enforced() {
+    for algorithm in [
+        "sliding_log",
+        "sliding_window",
+        "fixed_window",
+        "token_bucket",
+        "gcra",
+    ] {
+        for shadow in [true, false] {
+            let yaml = format!(
+                "default_tier: t\ntiers:\n  t:\n    limits:\n      - {{ name: hourly, \
+                 algorithm: {algorithm}, requests: 100, window: 1h }}\n"
+            );
+            let (engine, _clock) = engine(&yaml);
+            let scale = engine.scale_factors();
+            let mut thresholds = scale.thresholds();
+            thresholds.anomaly_shadow = shadow;
+            scale.set_thresholds(thresholds);
+            for n in 0..20 {
+                let d = check(&engine, req("mallory", "/x")).await;
+                assert!(d.allowed && !d.shadow, "{algorithm}: request {n}");
+            }
+            scale.set_standing(
+                engine.hasher().user("mallory"),
+                SubjectStanding {
+                    abuse_score: 0.9,
+                    held_until: 0,
+                    novel: false,
+                },
+            );
+            // The limit is now 10 an hour, and 20 are counted.
+            let d = check(&engine, req("mallory", "/x")).await;
+            let what = format!("{algorithm}, shadow {shadow}: {d:?}");
+            if shadow {
+                assert!(d.allowed && d.shadow, "{what}");
+            } else {
+                assert!(!d.allowed, "{what}");
+                assert_eq!(d.reason, Some(Reason::Anomaly), "{what}");
+            }
+        }
+    }
 }
 
 #[tokio::test]

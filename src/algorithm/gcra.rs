@@ -2,26 +2,44 @@
 //! `burst` requests allowed at once.
 //!
 //! The state is the theoretical arrival time (TAT): the time at which the bucket would be
-//! empty again. A request of cost `c` passes when `max(TAT, now) + c·T − now <= burst·T`.
+//! empty again, and the emission interval `T` it was counted at. A request of cost `c` passes
+//! when `max(TAT, now) + c·T − now <= burst·T`.
+//!
+//! Why the interval is kept: the debt `TAT − now` is usage in units of `T`, and scaling a
+//! limit changes `T` (its requests shrink with its burst). Read at another interval the same
+//! debt would be another number of requests: a limit shrunk tenfold would see a tenth of the
+//! usage already counted, and a shadowed anomaly factor would never deny. So the debt is
+//! always read in the interval it was counted at, against the burst in force, and converted
+//! to the interval in force when more is counted; it drains at the rate it was counted at.
 
 use super::{Outcome, State, emission_interval, never};
 use crate::clock::Micros;
 use crate::limit::Rate;
 
-fn tat(state: Option<&State>, now: Micros) -> Micros {
+/// The debt at `now` and the interval it is counted in (`current` for a state without one).
+fn debt(state: Option<&State>, now: Micros, current: Micros) -> (Micros, Micros) {
     match state {
-        Some(State::Gcra { tat }) => (*tat).max(now),
-        _ => now,
+        Some(State::Gcra { tat, interval }) => (tat.saturating_sub(now), (*interval).max(1)),
+        _ => (0, current),
     }
+}
+
+/// A debt counted at interval `from`, in units of interval `to`, rounded up (usage is never
+/// lost). In floating point, as the Lua script computes it, so both stores agree to the µs.
+fn rescaled(debt: Micros, from: Micros, to: Micros) -> Micros {
+    if from == to || debt == 0 {
+        return debt;
+    }
+    (debt as f64 * to as f64 / from as f64).ceil() as Micros
 }
 
 pub(super) fn peek(state: Option<&State>, now: Micros, rate: &Rate, cost: u64) -> Outcome {
     let burst = rate.burst;
-    let Some(t) = emission_interval(rate).filter(|_| burst > 0) else {
+    let Some(current) = emission_interval(rate).filter(|_| burst > 0) else {
         return never(rate, 0, 0);
     };
+    let (debt, t) = debt(state, now, current);
     let tolerance = burst.saturating_mul(t);
-    let debt = tat(state, now) - now;
     let remaining_with = |debt: u64| tolerance.saturating_sub(debt) / t;
     if cost > burst {
         return never(rate, remaining_with(debt), debt);
@@ -46,8 +64,11 @@ pub(super) fn peek(state: Option<&State>, now: Micros, rate: &Rate, cost: u64) -
 }
 
 pub(super) fn consume(state: &mut Option<State>, now: Micros, rate: &Rate, cost: u64) -> Micros {
-    let t = emission_interval(rate).unwrap_or(rate.window);
-    let tat = tat(state.as_ref(), now).saturating_add(cost.saturating_mul(t));
-    *state = Some(State::Gcra { tat });
+    let t = emission_interval(rate).unwrap_or(rate.window).max(1);
+    let (debt, counted_at) = debt(state.as_ref(), now, t);
+    let tat = now
+        .saturating_add(rescaled(debt, counted_at, t))
+        .saturating_add(cost.saturating_mul(t));
+    *state = Some(State::Gcra { tat, interval: t });
     tat
 }

@@ -56,6 +56,8 @@ pub enum State {
     },
     Gcra {
         tat: Micros,
+        /// The emission interval the debt `tat − now` is counted in.
+        interval: Micros,
     },
 }
 

@@ -246,10 +246,21 @@ impl Findings {
         let checks = &applied.checks;
         let enforced = |i: &usize| resolved.limit(*i).is_some_and(|l| !l.shadow);
         let window = |i: usize| resolved.limit(i).map_or(0, Limit::window_micros);
-        // The enforced limit with the least remaining quota; ties go to the shorter window.
-        let headline = (0..checks.len())
-            .filter(enforced)
-            .min_by_key(|&i| (checks[i].outcome.remaining, window(i)));
+        // The enforced limit with the least remaining quota; ties go to the shorter window. A
+        // denial consumes nothing, and a limit that would have passed reports what is left
+        // after the cost: with what is left unchanged, the least is always one that denied
+        // (it had less than the cost, the others at least the cost), so a denial's headline
+        // is chosen among those, whose figures are unchanged.
+        let denied = |i: &usize| !checks[*i].outcome.allowed;
+        let least = |candidates: &mut dyn Iterator<Item = usize>| {
+            candidates.min_by_key(|&i| (checks[i].outcome.remaining, window(i)))
+        };
+        let headline = if applied.admitted {
+            least(&mut (0..checks.len()).filter(enforced))
+        } else {
+            least(&mut (0..checks.len()).filter(enforced).filter(denied))
+                .or_else(|| least(&mut (0..checks.len()).filter(enforced)))
+        };
         let beyond_base_of = |i: usize| {
             let cost = check_costs.get(i).copied().unwrap_or(plan.cost);
             resolved

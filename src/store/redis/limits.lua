@@ -42,7 +42,8 @@ local function interval(window, requests)
 end
 local function never(limit, remaining, reset) return {0, limit, remaining, reset, -1} end
 
--- State: "F start count", "S start current previous", "T used last", "G tat"; a log is a
+-- State: "F start count", "S start current previous", "T used last", "G tat interval" (or
+-- "G tat", written before the interval was kept: the current rate's); a log is a
 -- sorted set of "time:cost" members scored by time, with its total in a second key.
 local function read(c, values)
   if c.alg == LOG then
@@ -154,25 +155,37 @@ local function bucket_consume(c, st, now, cost)
 end
 
 -- gcra -----------------------------------------------------------------------------------
+-- The debt (TAT - now) is read in the interval it was counted at (st.b; a state without one
+-- is the current rate's), against the burst in force, and converted when more is counted, so
+-- scaling a limit never changes the usage already counted (src/algorithm/gcra.rs).
 -- Whole emissions left before the debt reaches the tolerance.
 local function gcra_remaining(tolerance, debt, t)
   if tolerance > debt then return idiv(tolerance - debt, t) end
   return 0
 end
+local function gcra_debt(st, now, current)
+  if not st then return 0, current end
+  return math.max(st.a - now, 0), math.max(st.b or current, 1)
+end
+local function rescaled(debt, from, to)
+  if from == to or debt == 0 then return debt end
+  return math.ceil(debt * to / from)
+end
 local function gcra_peek(st, now, w, requests, burst, cost)
-  local t = interval(w, requests)
-  if not t or burst <= 0 then return never(burst, 0, 0) end
+  local current = interval(w, requests)
+  if not current or burst <= 0 then return never(burst, 0, 0) end
+  local debt, t = gcra_debt(st, now, current)
   local tolerance = burst * t
-  local debt = (st and math.max(st.a, now) or now) - now
   if cost > burst then return never(burst, gcra_remaining(tolerance, debt, t), debt) end
   local next_debt = debt + cost * t
   if next_debt <= tolerance then return {1, burst, gcra_remaining(tolerance, next_debt, t), next_debt, 0} end
   return {0, burst, gcra_remaining(tolerance, debt, t), debt, next_debt - tolerance}
 end
 local function gcra_consume(c, st, now, cost)
-  local t = interval(c.w, c.req) or c.w
-  local tat = (st and math.max(st.a, now) or now) + cost * t
-  return 'G ' .. num(tat), tat
+  local t = math.max(interval(c.w, c.req) or c.w, 1)
+  local debt, counted_at = gcra_debt(st, now, t)
+  local tat = now + rescaled(debt, counted_at, t) + cost * t
+  return 'G ' .. num(tat) .. ' ' .. num(t), tat
 end
 
 -- sliding_log ----------------------------------------------------------------------------
@@ -311,8 +324,8 @@ local function refund(c, st, at, now)
   elseif c.alg == BUCKET then
     redis.call('SET', c.key, 'T ' .. num(math.max(st.a - cost, 0)) .. ' ' .. num(st.b), 'KEEPTTL')
   else
-    local t = interval(w, c.req) or w
-    redis.call('SET', c.key, 'G ' .. num(math.max(st.a - cost * t, now)), 'KEEPTTL')
+    local t = math.max(st.b or interval(w, c.req) or w, 1)
+    redis.call('SET', c.key, 'G ' .. num(math.max(st.a - cost * t, now)) .. ' ' .. num(t), 'KEEPTTL')
   end
 end
 
