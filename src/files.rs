@@ -17,12 +17,28 @@ pub struct OutputIsInput {
     pub input: &'static str,
 }
 
-/// Whether `a` and `b` name one file (through links and `..`); paths that do not exist yet are
-/// compared as written.
+/// Whether `a` and `b` name one file: the same device and inode for files that exist (through
+/// symbolic and hard links and `..`); for a path that does not exist yet, its folder resolved
+/// and its name compared.
 pub fn same_file(a: &Path, b: &Path) -> bool {
-    match (a.canonicalize(), b.canonicalize()) {
-        (Ok(a), Ok(b)) => a == b,
-        _ => a == b,
+    use std::os::unix::fs::MetadataExt;
+    match (std::fs::metadata(a), std::fs::metadata(b)) {
+        (Ok(a), Ok(b)) => (a.dev(), a.ino()) == (b.dev(), b.ino()),
+        (Ok(_), Err(_)) | (Err(_), Ok(_)) => false,
+        (Err(_), Err(_)) => resolved(a) == resolved(b),
+    }
+}
+
+/// A path that does not exist, with its folder resolved where that exists.
+fn resolved(path: &Path) -> PathBuf {
+    let folder = match path.parent() {
+        Some(p) if p.as_os_str().is_empty() => Path::new("."),
+        Some(p) => p,
+        None => return path.to_path_buf(),
+    };
+    match (folder.canonicalize(), path.file_name()) {
+        (Ok(folder), Some(name)) => folder.join(name),
+        _ => path.to_path_buf(),
     }
 }
 
@@ -61,5 +77,25 @@ mod tests {
         let refused = refuse_replacing("--out", &other, [(file.as_path(), "--data")]);
         assert_eq!(refused.map_err(|e| e.input), Err("--data"));
         assert!(!same_file(&file, &dir.path().join("new.json")));
+    }
+
+    #[test]
+    fn a_hard_link_is_the_same_file() {
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("in.jsonl");
+        std::fs::write(&file, "{}").unwrap();
+        let alias = dir.path().join("alias.jsonl");
+        std::fs::hard_link(&file, &alias).unwrap();
+        assert!(same_file(&file, &alias));
+    }
+
+    #[test]
+    fn two_spellings_of_a_new_file_are_the_same_file() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::create_dir(dir.path().join("sub")).unwrap();
+        let a = dir.path().join("out.json");
+        let b = dir.path().join("sub/../out.json");
+        assert!(same_file(&a, &b));
+        assert!(!same_file(&a, &dir.path().join("other.json")));
     }
 }

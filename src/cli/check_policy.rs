@@ -74,7 +74,8 @@ fn with_model_problem(file: &Path, errors: &PolicyErrors) -> Vec<String> {
 /// file is YAML with a string there.
 fn model_named_in(file: &Path) -> Option<PathBuf> {
     let text = std::fs::read_to_string(file).ok()?;
-    let value: serde_yaml_ng::Value = serde_yaml_ng::from_str(&text).ok()?;
+    let value: serde_yaml_ng::Value =
+        serde_yaml_ng::from_str(crate::yaml::without_byte_order_mark(&text)).ok()?;
     let model = value
         .get("adaptive")?
         .get("anomaly")?

@@ -81,16 +81,70 @@ struct Raw<'a> {
     cost: Option<u64>,
     #[serde(default)]
     label: Option<Label>,
-    #[serde(default, borrow)]
-    headers: BTreeMap<Cow<'a, str>, Cow<'a, str>>,
+    /// Read leniently ([`headers_of`]): a field only `--subject header:NAME` reads must not
+    /// cost a line its request.
+    #[serde(default)]
+    headers: Option<serde_json::Value>,
 }
 
-#[derive(Deserialize)]
-#[serde(untagged)]
+/// The request headers of a line: each string value; a list's strings joined with `, `, as
+/// HTTP combines a repeated header. Other values, and `headers` that is no object, carry none.
+fn headers_of(value: Option<serde_json::Value>) -> BTreeMap<Cow<'static, str>, Cow<'static, str>> {
+    use serde_json::Value;
+    let Some(Value::Object(fields)) = value else {
+        return BTreeMap::new();
+    };
+    fields
+        .into_iter()
+        .filter_map(|(name, value)| {
+            let text = match value {
+                Value::String(text) => text,
+                Value::Array(items) => {
+                    let texts: Vec<&str> = items.iter().filter_map(Value::as_str).collect();
+                    if texts.is_empty() {
+                        return None;
+                    }
+                    texts.join(", ")
+                }
+                _ => return None,
+            };
+            Some((Cow::Owned(name), Cow::Owned(text)))
+        })
+        .collect()
+}
+
+/// `ts`: a number of seconds, or a string (RFC 3339); anything else is named as such.
 enum RawTime<'a> {
     Seconds(f64),
-    #[serde(borrow)]
     Text(Cow<'a, str>),
+}
+
+impl<'de: 'a, 'a> Deserialize<'de> for RawTime<'a> {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct Visitor;
+        impl<'de> serde::de::Visitor<'de> for Visitor {
+            type Value = RawTime<'de>;
+            fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+                f.write_str("seconds since the epoch (a number) or an RFC 3339 time (a string)")
+            }
+            fn visit_f64<E>(self, v: f64) -> Result<Self::Value, E> {
+                Ok(RawTime::Seconds(v))
+            }
+            fn visit_u64<E>(self, v: u64) -> Result<Self::Value, E> {
+                Ok(RawTime::Seconds(v as f64))
+            }
+            fn visit_i64<E>(self, v: i64) -> Result<Self::Value, E> {
+                Ok(RawTime::Seconds(v as f64))
+            }
+            fn visit_borrowed_str<E>(self, v: &'de str) -> Result<Self::Value, E> {
+                Ok(RawTime::Text(Cow::Borrowed(v)))
+            }
+            fn visit_str<E>(self, v: &str) -> Result<Self::Value, E> {
+                Ok(RawTime::Text(Cow::Owned(v.to_owned())))
+            }
+        }
+        d.deserialize_any(Visitor)
+    }
 }
 
 /// Parses one JSON-lines record; the line ending must already be removed.
@@ -139,6 +193,35 @@ pub fn parse_jsonl_line(line: &str) -> Result<JsonLine<'_>, JsonlError> {
         latency_ms: raw.latency_ms,
         cost,
         label: raw.label,
-        headers: raw.headers,
+        headers: headers_of(raw.headers),
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// JSON access logs often write a header as a list of values; a line must not be lost for
+    /// a header nothing reads.
+    #[test]
+    fn headers_of_any_shape_never_cost_a_line() {
+        let line = |headers: &str| {
+            format!(r#"{{"ts": 1795334400, "user": "u", "endpoint": "/a", "headers": {headers}}}"#)
+        };
+        let parsed = |headers: &str| parse_jsonl_line(&line(headers)).map(|l| l.headers.len());
+        for odd in [
+            "null",
+            "\"x\"",
+            "5",
+            "[1]",
+            r#"{"X-Count": 5, "Accept": []}"#,
+        ] {
+            assert_eq!(parsed(odd), Ok(0), "{odd}");
+        }
+        let text = line(r#"{"Accept": ["a", "b"], "X-Api-Key": "k1", "X-N": [1, "c"]}"#);
+        let record = parse_jsonl_line(&text).unwrap();
+        assert_eq!(record.header("accept"), Some("a, b"));
+        assert_eq!(record.header("x-api-key"), Some("k1"));
+        assert_eq!(record.header("x-n"), Some("c"));
+    }
 }

@@ -22,6 +22,12 @@ pub fn parse_clf_time(text: &str) -> Result<Micros, TimeError> {
 
 /// RFC 3339, with a UTC offset or `Z`.
 pub fn parse_rfc3339(text: &str) -> Result<Micros, TimeError> {
+    if !text.is_empty() && text.trim().parse::<f64>().is_ok() {
+        return Err(TimeError::Format(format!(
+            "{text:?} is a number in a string: seconds since the epoch are a JSON number, \
+             a string is an RFC 3339 time"
+        )));
+    }
     let parsed = DateTime::parse_from_rfc3339(text)
         .map_err(|e| TimeError::Format(format!("{e} (expected RFC 3339)")))?;
     to_micros(parsed.timestamp_micros())

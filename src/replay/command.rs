@@ -98,6 +98,11 @@ pub enum ReplayError {
          joining them: move or delete it"
     )]
     DecisionPartExists { path: PathBuf, part: PathBuf },
+    #[error(
+        "--sweep varies adaptive.anomaly.threshold, and {0} names no adaptive.anomaly.model: \
+         every pass would decide alike"
+    )]
+    SweepWithoutModel(PathBuf),
 }
 
 fn bar(len: u64, template: &str) -> ProgressBar {
@@ -114,6 +119,9 @@ pub fn run(args: &ReplayArgs) -> Result<Report, ReplayError> {
         path: args.policy.clone(),
         errors: e.after_heading(),
     })?;
+    if args.sweep.is_some() && policy.adaptive.anomaly.model.is_none() {
+        return Err(ReplayError::SweepWithoutModel(args.policy.clone()));
+    }
     refuse_header_for_combined(&args.logs, args.format, args.subject.as_ref())?;
     super::outputs::refuse_unwritable(args, policy.adaptive.anomaly.model.as_deref())?;
     for path in &args.logs {

@@ -2,6 +2,7 @@
 
 use super::{SimulateConfig, write_file};
 use crate::policy::parse_duration;
+use crate::yaml::fields::MAX_DURATION;
 use std::path::PathBuf;
 use std::time::Duration;
 
@@ -24,9 +25,12 @@ pub struct SimulateArgs {
 
 /// A span of no time, or no subjects, would write an empty file that `train` and `replay`
 /// then refuse with a less helpful message: refused here instead.
+/// Nor may it run past what a policy's durations allow: its times would pass 2255, which
+/// `replay` and `train` refuse.
 fn time_span(text: &str) -> Result<Duration, String> {
     match parse_duration(text)? {
         span if span.is_zero() => Err("a simulation needs a span longer than 0".to_string()),
+        span if span > MAX_DURATION => Err("a simulation spans at most 366d".to_string()),
         span => Ok(span),
     }
 }
@@ -63,4 +67,23 @@ pub fn run(args: &SimulateArgs) -> std::io::Result<String> {
         args.seed,
         args.out.display()
     ))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A span past 366 days wrote times after 2255, which `replay` and `train` then refused.
+    #[test]
+    fn a_span_is_refused_past_what_a_policy_allows() {
+        assert_eq!(time_span("366d"), Ok(MAX_DURATION));
+        assert_eq!(
+            time_span("367d"),
+            Err("a simulation spans at most 366d".to_string())
+        );
+        assert_eq!(
+            time_span("0s"),
+            Err("a simulation needs a span longer than 0".to_string())
+        );
+    }
 }

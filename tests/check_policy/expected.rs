@@ -320,6 +320,7 @@ pub const MANY_ERRORS: &[&str] = &[
 ];
 
 pub const VALID: &[&str] = &[
+    "byte_order_mark",
     "minimal",
     "prefix_endpoints",
     "prometheus_load",

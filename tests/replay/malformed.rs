@@ -86,6 +86,16 @@ const JSONL: &[(&str, &str, &str)] = &[
         "`ts`: premature end of input (expected RFC 3339)",
     ),
     (
+        "seconds_in_a_string",
+        r#"{"ts": "1795334400", "user": "a", "endpoint": "/x"}"#,
+        "`ts`: \"1795334400\" is a number in a string: seconds since the epoch are a JSON number, a string is an RFC 3339 time",
+    ),
+    (
+        "ts_null",
+        r#"{"ts": null, "user": "a", "endpoint": "/x"}"#,
+        "`ts`: invalid type: null, expected seconds since the epoch (a number) or an RFC 3339 time (a string) at line 1 column 11",
+    ),
+    (
         "before_1970",
         r#"{"ts": -5, "user": "a", "endpoint": "/x"}"#,
         "`ts`: before 1970 or after 2255",

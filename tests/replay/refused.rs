@@ -231,6 +231,58 @@ fn an_output_that_would_replace_an_input_or_another_output_is_refused() {
     assert_eq!(std::fs::read_to_string(&log).unwrap(), GOOD);
 }
 
+/// A hard link is the same file by another name: it was replaced once.
+#[test]
+fn an_output_hard_linked_to_the_log_is_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let policy = example_policy();
+    let log = dir.path().join("access.log");
+    std::fs::write(&log, GOOD).unwrap();
+    let alias = dir.path().join("alias.json");
+    std::fs::hard_link(&log, &alias).unwrap();
+    let args = [
+        "--policy",
+        policy.to_str().unwrap(),
+        "--log",
+        log.to_str().unwrap(),
+    ];
+    let mut with_report = args.to_vec();
+    with_report.extend(["--report", alias.to_str().unwrap()]);
+    replay(&with_report, &[]).assert_fails_with(&format!(
+        "error: --report {} is also named by --log: an output never replaces an input or \
+         another output\n",
+        alias.display()
+    ));
+    assert_eq!(std::fs::read_to_string(&log).unwrap(), GOOD);
+}
+
+#[test]
+fn a_sweep_without_a_model_is_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let policy = dir.path().join("no_model.yaml");
+    std::fs::write(
+        &policy,
+        "default_tier: free\ntiers:\n  free:\n    limits:\n      - { name: hourly, \
+         algorithm: sliding_log, requests: 1, window: 1h }\n",
+    )
+    .unwrap();
+    let log = dir.path().join("access.log");
+    std::fs::write(&log, GOOD).unwrap();
+    let args = [
+        "--policy",
+        policy.to_str().unwrap(),
+        "--log",
+        log.to_str().unwrap(),
+        "--sweep",
+        "threshold=0.5:0.9:0.1",
+    ];
+    replay(&args, &[]).assert_fails_with(&format!(
+        "error: --sweep varies adaptive.anomaly.threshold, and {} names no \
+         adaptive.anomaly.model: every pass would decide alike\n",
+        policy.display()
+    ));
+}
+
 #[test]
 fn a_plot_it_cannot_draw_and_an_output_that_is_a_folder_are_refused_before_replaying() {
     let dir = tempfile::tempdir().unwrap();
