@@ -72,12 +72,17 @@ impl Exemptions {
         });
     }
 
-    /// Removes `subject`'s exemption; whether it had one.
-    pub fn remove(&self, subject: KeyHash) -> bool {
+    /// Ends `subject`'s allowlisting; whether one was in force at `now`. A pending clear stays:
+    /// ending an allowlisting that was never there must not bring back a flag just cleared.
+    pub fn remove_allowlisting(&self, subject: KeyHash, now: Micros) -> bool {
         let mut had = false;
         self.exempt.rcu(|old| {
             let mut next = HashMap::clone(old);
-            had = next.remove(&subject).is_some();
+            had = false;
+            if let Some(Exemption::Until(until)) = next.get(&subject).copied() {
+                had = now < until;
+                next.remove(&subject);
+            }
             next
         });
         had
@@ -143,5 +148,23 @@ mod tests {
         e.cycle_published(&dropped);
         assert!(!e.is_exempt(a, 50) && e.is_exempt(b, 50));
         assert!(e.for_cycle(100).is_empty(), "the allowlisting expired");
+    }
+
+    /// Removing an allowlisting once also removed a pending clear, and the flag came back.
+    #[test]
+    fn removing_an_allowlisting_leaves_a_pending_clear() {
+        let e = Exemptions::default();
+        let (cleared, listed) = (KeyHash(1), KeyHash(2));
+        e.set(cleared, Exemption::Cleared);
+        e.set(listed, Exemption::Until(100));
+        assert!(!e.remove_allowlisting(cleared, 50));
+        assert!(e.is_exempt(cleared, 50), "the clear stands");
+        assert!(e.remove_allowlisting(listed, 50));
+        assert!(!e.is_exempt(listed, 50));
+        e.set(listed, Exemption::Until(100));
+        assert!(
+            !e.remove_allowlisting(listed, 100),
+            "expired: none was in force"
+        );
     }
 }

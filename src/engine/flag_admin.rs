@@ -98,9 +98,12 @@ impl<S: Store> Engine<S> {
         until
     }
 
-    /// Ends `subject`'s allowlisting (or pending clear); whether it had one.
+    /// Ends `subject`'s allowlisting; whether one was in force (a pending clear stays).
     pub fn remove_from_allowlist(&self, subject: KeyHash) -> bool {
-        let had = self.scale.exemptions().remove(subject);
+        let had = self
+            .scale
+            .exemptions()
+            .remove_allowlisting(subject, self.clock.now());
         tracing::info!(
             target: "audit",
             action = "remove_from_allowlist",

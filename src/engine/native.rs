@@ -49,7 +49,8 @@ pub(super) fn request<'a>(
                 .map_err(|_| format!("entry {key} \"{value}\" is not an IP address"))?,
         ),
     };
-    let tier = find("tier").filter(|t| !t.is_empty());
+    // As on HTTP: an empty tier is a tier no policy names, refused, not "no tier".
+    let tier = find("tier");
     Ok(Some(Native {
         request: CheckRequest {
             user,

@@ -181,8 +181,10 @@ async fn a_descriptor_the_policy_cannot_decide_on_is_over_limit_and_consumes_not
     let search = || descriptor(&[("user", "alice"), ("path", "/api/search")]);
     let long_user = "u".repeat(513);
     let long_path = format!("/{}", "a".repeat(2048));
-    let refusals: [&[(&str, &str)]; 6] = [
+    let refusals: [&[(&str, &str)]; 7] = [
         &[("user", "a"), ("tier", "gold")],
+        // As on HTTP (`unknown tier ""`): once taken for no tier at all.
+        &[("user", "a"), ("tier", "")],
         &[("user", "a"), ("ip", "not-an-ip")],
         &[("user", "a"), ("path", "/api//../export")],
         &[("user", "a"), ("path", "/login")],

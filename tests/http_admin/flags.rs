@@ -46,7 +46,7 @@ async fn flagged_subjects_are_listed_cleared_and_allowlisted_with_an_audit_line_
     assert_eq!(list.status, StatusCode::OK, "{}", list.text);
     let entry = |user: &str| {
         json!({"subject": hash(user).to_string(), "abuse_score": if user == "mallory" { 0.95 } else { 0.9 },
-               "since": "2023-11-14T22:12:20.000Z", "hold_until": at(240), "requests": null,
+               "since": "2023-11-14T22:12:20.000Z", "hold_until": at(240), "requests": 0,
                "top_features": []})
     };
     assert_eq!(

@@ -63,9 +63,11 @@ pub struct FlaggedView {
     /// The end of the flag's hold (RFC 3339); after it the flag ends at the first score below
     /// the threshold. Null when no hold is running.
     pub hold_until: Option<String>,
-    /// Requests in the anomaly window at the last cycle.
-    pub requests: Option<u64>,
-    /// The features furthest above the model's training mean (empty without a model).
+    /// Requests in the anomaly window at the last cycle (0 for a flag held after the subject
+    /// went quiet).
+    pub requests: u64,
+    /// Up to three features that push the score up most, with their parts of the logit; empty
+    /// without a model, for a `gmm` model, or when the last cycle saw no request of the subject.
     pub top_features: Vec<TopFeature>,
 }
 
@@ -102,7 +104,7 @@ pub async fn flagged(
         abuse_score: f.abuse_score,
         since: f.since.and_then(rfc3339),
         hold_until: (f.held_until > 0).then(|| rfc3339(f.held_until)).flatten(),
-        requests: f.observed.map(|o| o.requests),
+        requests: f.observed.map_or(0, |o| o.requests),
         top_features: match (&model, f.observed) {
             (Some(model), Some(observed)) => model
                 .top_features(&observed, TOP_FEATURES)
