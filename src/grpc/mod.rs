@@ -47,8 +47,8 @@ pub async fn serve(
     shutdown: impl Future<Output = ()> + Send,
 ) -> Result<(), GrpcError> {
     let (reporter, health) = tonic_health::server::health_reporter();
-    health::check_once(&engine, &reporter).await;
-    let readiness = tokio::spawn(health::track_readiness(engine.clone(), reporter));
+    let status = health::check_once(&engine, &reporter).await;
+    let readiness = tokio::spawn(health::track_readiness(engine.clone(), reporter, status));
     let reflection_v1 = tonic_reflection::server::Builder::configure()
         .register_encoded_file_descriptor_set(RLS_DESCRIPTORS)
         .register_encoded_file_descriptor_set(tonic_health::pb::FILE_DESCRIPTOR_SET)

@@ -162,3 +162,32 @@ async fn store_failure_follows_on_error_and_health_follows_readiness() {
     redis.restart();
     wait_health(&deny, ServingStatus::Serving).await;
 }
+
+/// The health protocol sends a `Watch` message only when the status changes; the daemon once
+/// sent its unchanged status every second.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn health_watch_sends_only_changes() {
+    let envoy = envoy_dir();
+    let redis = RedisServer::start();
+    let s = on_redis(&redis, "deny", envoy.path()).await;
+    wait_health(&s, ServingStatus::Serving).await;
+    let channel = tonic::transport::Endpoint::from_shared(format!("http://{}", s.addr))
+        .unwrap()
+        .connect()
+        .await
+        .unwrap();
+    let mut stream = HealthClient::new(channel)
+        .watch(HealthCheckRequest {
+            service: String::new(),
+        })
+        .await
+        .unwrap()
+        .into_inner();
+    let first = stream.message().await.unwrap().expect("the current status");
+    assert_eq!(first.status, ServingStatus::Serving as i32);
+    let next = tokio::time::timeout(Duration::from_millis(2500), stream.message()).await;
+    assert!(
+        next.is_err(),
+        "an unchanged status was sent again: {next:?}"
+    );
+}
