@@ -21,12 +21,23 @@ pub struct OutputIsInput {
 /// symbolic and hard links and `..`); for a path that does not exist yet, its folder resolved
 /// and its name compared.
 pub fn same_file(a: &Path, b: &Path) -> bool {
-    use std::os::unix::fs::MetadataExt;
     match (std::fs::metadata(a), std::fs::metadata(b)) {
-        (Ok(a), Ok(b)) => (a.dev(), a.ino()) == (b.dev(), b.ino()),
+        (Ok(ma), Ok(mb)) => same_inode(a, &ma, b, &mb),
         (Ok(_), Err(_)) | (Err(_), Ok(_)) => false,
         (Err(_), Err(_)) => resolved(a) == resolved(b),
     }
+}
+
+#[cfg(unix)]
+fn same_inode(_: &Path, a: &std::fs::Metadata, _: &Path, b: &std::fs::Metadata) -> bool {
+    use std::os::unix::fs::MetadataExt;
+    (a.dev(), a.ino()) == (b.dev(), b.ino())
+}
+
+/// Without inodes, through symbolic links and `..` only.
+#[cfg(not(unix))]
+fn same_inode(a: &Path, _: &std::fs::Metadata, b: &Path, _: &std::fs::Metadata) -> bool {
+    matches!((a.canonicalize(), b.canonicalize()), (Ok(a), Ok(b)) if a == b)
 }
 
 /// A path that does not exist, with its folder resolved where that exists.

@@ -19,13 +19,16 @@ use crate::limit::Rate;
 /// The debt at `now` and the interval it is counted in (`current` for a state without one).
 fn debt(state: Option<&State>, now: Micros, current: Micros) -> (Micros, Micros) {
     match state {
-        Some(State::Gcra { tat, interval }) => (tat.saturating_sub(now), (*interval).max(1)),
+        // Paid off: nothing is counted in any interval (a Redis key may outlive its `tat` by the
+        // TTL's rounding to whole milliseconds, where the embedded store has dropped it).
+        Some(State::Gcra { tat, interval }) if *tat > now => (tat - now, (*interval).max(1)),
         _ => (0, current),
     }
 }
 
-/// A debt counted at interval `from`, in units of interval `to`, rounded up (usage is never
-/// lost). In floating point, as the Lua script computes it, so both stores agree to the µs.
+/// A debt counted at interval `from`, in units of interval `to`, rounded up to a microsecond.
+/// In floating point, as the Lua script computes it, so both stores agree to the µs: exact
+/// while `debt × to` is below 2^53, within a microsecond beyond (slow limits: 10 an hour).
 fn rescaled(debt: Micros, from: Micros, to: Micros) -> Micros {
     if from == to || debt == 0 {
         return debt;

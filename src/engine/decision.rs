@@ -248,9 +248,9 @@ impl Findings {
         let window = |i: usize| resolved.limit(i).map_or(0, Limit::window_micros);
         // The enforced limit with the least remaining quota; ties go to the shorter window. A
         // denial consumes nothing, and a limit that would have passed reports what is left
-        // after the cost: with what is left unchanged, the least is always one that denied
-        // (it had less than the cost, the others at least the cost), so a denial's headline
-        // is chosen among those, whose figures are unchanged.
+        // after the cost: a denial's headline is chosen among the limits that denied, whose
+        // figures are unchanged. At one cost for every check that is also the least left
+        // unchanged (a denying limit had less than the cost, the others at least the cost).
         let denied = |i: &usize| !checks[*i].outcome.allowed;
         let least = |candidates: &mut dyn Iterator<Item = usize>| {
             candidates.min_by_key(|&i| (checks[i].outcome.remaining, window(i)))

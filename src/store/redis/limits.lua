@@ -1,7 +1,9 @@
 -- ratewarden: check, and consume or refund, every limit of one request, atomically.
 --
 -- The same algorithms as src/algorithm/*.rs, step for step, on whole microseconds. Lua numbers
--- are doubles, exact for integers below 2^53; divisions go through idiv/cdiv so they are exact.
+-- are doubles, exact for integers below 2^53; divisions go through idiv/cdiv so they are exact,
+-- except a gcra debt converted to another interval (rescaled), which both sides compute in
+-- doubles with the same operations, so they agree to the microsecond even where it rounds.
 -- Timestamps and counts are far below that; the products requests x window (in us) stay below
 -- it for up to ~2.5 million requests an hour (the daemon warns about larger limits of the policy
 -- and its envoy folder, lifted by the load factors the policy allows; a gRPC call's own
@@ -164,8 +166,8 @@ local function gcra_remaining(tolerance, debt, t)
   return 0
 end
 local function gcra_debt(st, now, current)
-  if not st then return 0, current end
-  return math.max(st.a - now, 0), math.max(st.b or current, 1)
+  if not st or st.a <= now then return 0, current end
+  return st.a - now, math.max(st.b or current, 1)
 end
 local function rescaled(debt, from, to)
   if from == to or debt == 0 then return debt end
