@@ -1,10 +1,18 @@
-//! Files a command both reads and writes, told apart: an output never replaces an input.
+//! Files a command both reads and writes, told apart: an output never replaces an input. And
+//! the one mark a text file may start with, which every reader skips alike.
 //!
 //! `--force` lets `train` replace an old model, and `replay` writes its outputs wherever it is
 //! told; neither may write over the traffic, policy or model it was given, which would be lost
 //! for a typing slip.
 
 use std::path::{Path, PathBuf};
+
+/// `text` without the UTF-8 byte-order mark some Windows editors write first: JSON and YAML
+/// let a reader ignore it, and the parsers would take it for text (YAML for the start of a
+/// second document).
+pub fn without_byte_order_mark(text: &str) -> &str {
+    text.strip_prefix('\u{feff}').unwrap_or(text)
+}
 
 /// An output that names an input or an earlier output of the same command.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]

@@ -7,7 +7,7 @@
 //!
 //! - [`clock`]: injected time, in microseconds since the epoch.
 //! - [`metrics`]: the one Prometheus `Metrics` struct, passed down; plain label values in.
-//! - [`files`]: files a command reads and writes told apart: an output never replaces an input.
+//! - [`files`]: files a command reads and writes told apart (an output never replaces an input), and the byte-order mark every text reader skips.
 //! - [`limit`]: what a limit is and what it is counted per: limits, rates, algorithms' names,
 //!   subject and limit hashes.
 //! - [`algorithm`]: the five algorithms as pure functions of (state, now, rate, cost).

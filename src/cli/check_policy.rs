@@ -75,7 +75,7 @@ fn with_model_problem(file: &Path, errors: &PolicyErrors) -> Vec<String> {
 fn model_named_in(file: &Path) -> Option<PathBuf> {
     let text = std::fs::read_to_string(file).ok()?;
     let value: serde_yaml_ng::Value =
-        serde_yaml_ng::from_str(crate::yaml::without_byte_order_mark(&text)).ok()?;
+        serde_yaml_ng::from_str(crate::files::without_byte_order_mark(&text)).ok()?;
     let model = value
         .get("adaptive")?
         .get("anomaly")?

@@ -26,7 +26,7 @@ const MAX_REQUESTS: u64 = 1_000_000_000;
 
 /// Compiles one file's text; `file` names it in limit labels.
 pub(super) fn compile(text: &str, file: &str) -> Result<Domain, PolicyErrors> {
-    let text = crate::yaml::without_byte_order_mark(text);
+    let text = crate::files::without_byte_order_mark(text);
     let raw: RawFile = if text.trim().is_empty() {
         RawFile::default()
     } else {

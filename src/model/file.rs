@@ -188,8 +188,7 @@ struct RawComponent {
 
 /// Parses a model file's text.
 pub fn parse(text: &str) -> Result<Model, Problem> {
-    // Some Windows editors write one; JSON's RFC 8259 lets a reader ignore it.
-    let text = text.strip_prefix('\u{feff}').unwrap_or(text);
+    let text = crate::files::without_byte_order_mark(text);
     // serde would read a list as a struct's fields in order: name the shape instead.
     if !text.trim_start().starts_with('{') {
         return Err(Problem::Json("a model file is one JSON object".to_owned()));

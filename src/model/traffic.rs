@@ -58,7 +58,7 @@ pub fn read_jsonl(
         }
         // Windows tools start a UTF-8 file with a byte order mark.
         let line = match index {
-            0 => line.strip_prefix('\u{feff}').unwrap_or(&line),
+            0 => crate::files::without_byte_order_mark(&line),
             _ => &line,
         };
         // Replay's reading first: a line it refuses (a time before 1970 or past 2255, a cost

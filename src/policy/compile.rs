@@ -36,7 +36,7 @@ const TOP_KEYS: &[&str] = &[
     "adaptive",
 ];
 pub(super) fn compile(text: &str, base_dir: &Path) -> Result<Policy, PolicyErrors> {
-    let text = crate::yaml::without_byte_order_mark(text);
+    let text = crate::files::without_byte_order_mark(text);
     let mut raw: RawPolicy = if text.trim().is_empty() {
         RawPolicy::default()
     } else {

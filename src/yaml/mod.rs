@@ -22,15 +22,9 @@ pub type Leaf = Option<Value>;
 /// The keys of a map that no field took, to report as unknown.
 pub type Unknown = BTreeMap<String, Value>;
 
-/// `text` without the byte-order mark some Windows editors write first: YAML allows one, and
-/// the parser would take it for the start of a second document.
-pub fn without_byte_order_mark(text: &str) -> &str {
-    text.strip_prefix('\u{feff}').unwrap_or(text)
-}
-
 /// Deserializes the whole file; a failure is the one error reported.
 pub fn parse<T: serde::de::DeserializeOwned>(text: &str) -> Result<T, PolicyErrors> {
-    let de = serde_yaml_ng::Deserializer::from_str(without_byte_order_mark(text));
+    let de = serde_yaml_ng::Deserializer::from_str(crate::files::without_byte_order_mark(text));
     serde_path_to_error::deserialize(de).map_err(|e| {
         let path = e.path().to_string();
         let message = e.into_inner().to_string();

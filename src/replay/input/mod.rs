@@ -202,7 +202,7 @@ impl FileRead<'_> {
         let text = match line {
             RawLine::Text(text) if text.trim().is_empty() => return Ok(()),
             // Windows tools start a UTF-8 file with a byte order mark.
-            RawLine::Text(text) if number == 1 => text.strip_prefix('\u{feff}').unwrap_or(text),
+            RawLine::Text(text) if number == 1 => crate::files::without_byte_order_mark(text),
             RawLine::Text(text) => text,
             RawLine::NotUtf8 => {
                 self.skip(number, "not UTF-8 text".into(), None);
