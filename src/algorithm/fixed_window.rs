@@ -13,9 +13,12 @@ fn not_before_state(state: Option<&State>, now: Micros) -> Micros {
     }
 }
 
+/// The count of the window starting at `start`. A stored window that starts inside it (always
+/// the same window while the length stays; a shorter one after a reload lengthened the
+/// limit's `window`) holds requests made inside it, so they still count.
 fn count_now(state: Option<&State>, start: Micros) -> u64 {
     match state {
-        Some(State::FixedWindow { start: s, count }) if *s == start => *count,
+        Some(State::FixedWindow { start: s, count }) if *s >= start => *count,
         _ => 0,
     }
 }

@@ -7,7 +7,6 @@
 use super::{Outcome, Rate, State, never, window_start};
 use crate::clock::Micros;
 
-/// (previous, current) as seen from the window starting at `start`.
 /// `now`, or the stored window's start when the clock stepped back behind it: counted usage
 /// is never dropped for an older window.
 fn not_before_state(state: Option<&State>, now: Micros) -> Micros {
@@ -17,6 +16,7 @@ fn not_before_state(state: Option<&State>, now: Micros) -> Micros {
     }
 }
 
+/// (previous, current) as seen from the window starting at `start`.
 fn counters(state: Option<&State>, start: Micros, window: Micros) -> (u64, u64) {
     match state {
         Some(State::SlidingWindow {
@@ -24,9 +24,13 @@ fn counters(state: Option<&State>, start: Micros, window: Micros) -> (u64, u64) 
             current,
             previous,
         }) => {
-            if *s == start {
+            // While the length stays, the stored window is this one or the one before. After
+            // a reload changed the limit's `window`, a stored window starting inside this one
+            // keeps its counts where they were, and one starting inside the previous window
+            // makes its current count the previous one: usage is not dropped for the change.
+            if *s >= start {
                 (*previous, *current)
-            } else if s.checked_add(window) == Some(start) {
+            } else if s.saturating_add(window) >= start {
                 (*current, 0)
             } else {
                 (0, 0)

@@ -7,7 +7,7 @@
 use super::plan::Plan;
 use super::resolve::Resolved;
 use crate::clock::{Micros, micros};
-use crate::limit::Limit;
+use crate::limit::{Limit, Rate};
 use crate::store::{Applied, CheckResult};
 use serde::Serialize;
 use smallvec::SmallVec;
@@ -73,6 +73,8 @@ pub struct Decision {
     pub near_limit: bool,
     /// The effective limit of the first limit in `violated` (the one a denial names).
     pub violated_limit: Option<u64>,
+    /// The rate that limit was checked at (after scaling): what a denial's message states.
+    pub violated_rate: Option<Rate>,
     /// The share of the most-used enforced limit, as written (before load or anomaly
     /// scaling), in use after this request: 0 far from every limit, 1 at one. It feeds the
     /// subject's `limit_usage` feature.
@@ -130,6 +132,7 @@ impl Decision {
                 .violated
                 .first()
                 .map(|&i| applied.checks[i].outcome.limit),
+            violated_rate: findings.violated.first().and_then(|&i| plan.rate_of(i)),
             violated: findings.violated,
             shadow_violated: findings.shadow_violated,
             resolved: plan.resolved,

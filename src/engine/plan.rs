@@ -1,8 +1,7 @@
 //! A request turned into store checks: which key each limit counts under and at what scale.
 
 use super::resolve::Resolved;
-use crate::limit::Rate;
-use crate::limit::{KeyHash, LimitId};
+use crate::limit::{KeyHash, Limit, LimitId, Rate};
 use crate::policy::KeyScope;
 use crate::store::{Check, Request};
 
@@ -112,6 +111,24 @@ impl Plan {
         }
     }
 
+    /// The rate limit `i` is checked at, if it is one of the request's.
+    pub fn rate_of(&self, i: usize) -> Option<Rate> {
+        let limit = self.resolved.limit(i)?;
+        Some(self.enforced_rate(limit, self.scales(i).enforced))
+    }
+
+    fn enforced_rate(&self, limit: &Limit, scale: f64) -> Rate {
+        let mut rate = limit.rate(scale);
+        let base = limit.base_rate();
+        if self.cost > base.capacity() {
+            // A cost above the base limit never passes, even while a load factor above 1
+            // lifts the effective limit over it.
+            rate.requests = rate.requests.min(base.requests);
+            rate.burst = rate.burst.min(base.burst);
+        }
+        rate
+    }
+
     pub fn store_request(&self, dry_run: bool) -> Request<'_> {
         let tier_count = self.resolved.tier_limit_count();
         let by_ip = self.resolved.descriptor.is_none() && self.resolved.rule().key == KeyScope::Ip;
@@ -121,14 +138,8 @@ impl Plan {
             .enumerate()
             .map(|(i, limit)| {
                 let scales = self.scales(i);
-                let mut rate = limit.rate(scales.enforced);
+                let rate = self.enforced_rate(limit, scales.enforced);
                 let base = limit.base_rate();
-                if self.cost > base.capacity() {
-                    // A cost above the base limit never passes, even while a load
-                    // factor above 1 lifts the effective limit over it.
-                    rate.requests = rate.requests.min(base.requests);
-                    rate.burst = rate.burst.min(base.burst);
-                }
                 let probe =
                     |scale: f64| -> Option<Rate> { Some(limit.rate(scale)).filter(|r| *r != rate) };
                 let subject = match self.ip {

@@ -114,6 +114,19 @@ fn explain(d: &Decision) -> String {
         (Some(Reason::Load), _) => format!(
             "limit \"{name}\" is reduced to {reduced} while the service is under load{wait}"
         ),
+        // A bucket's `limit` is its burst; the rate it refills at is another number.
+        (_, Some(_))
+            if let Some(rate) = d.violated_rate
+                && rate.algorithm.reports_burst()
+                && rate.burst != rate.requests =>
+        {
+            format!(
+                "limit \"{name}\" allows {} per {} s, at most {} at once{wait}",
+                rate.requests,
+                ceil_secs(rate.window).max(1),
+                rate.burst
+            )
+        }
         (_, Some(l)) => format!(
             "limit \"{name}\" allows {reduced} per {} s{wait}",
             ceil_secs(l.window_micros()).max(1)

@@ -152,3 +152,19 @@ async fn cost_above_the_base_limit_is_quota_without_retry() {
     assert_eq!(reply.status, StatusCode::OK);
     assert_eq!(reply.json()["remaining"], 0);
 }
+
+#[tokio::test]
+async fn a_bucket_denial_states_its_rate_and_its_burst_apart() {
+    // /api/search is gcra, 10 a minute in bursts of 5: `limit` is the burst, the rate is not.
+    let app = app(EXAMPLE_POLICY);
+    let search = json!({"user": "ivy", "endpoint": "/api/search"});
+    for _ in 0..5 {
+        assert_eq!(check(&app, search.clone()).await.status, StatusCode::OK);
+    }
+    let body = check(&app, search).await.json();
+    assert_eq!(body["limit"], 5);
+    assert_eq!(
+        body["detail"],
+        "limit \"search\" allows 10 per 60 s, at most 5 at once; retry in 6 s"
+    );
+}

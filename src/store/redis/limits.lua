@@ -75,7 +75,8 @@ local function fixed_peek(st, now, w, limit, cost)
   now = not_before(st, now)
   local start = now - now % w
   local until_end = start + w - now
-  local count = (st and st.a == start) and st.b or 0
+  -- A stored window starting inside this one (a reload lengthened `window`) still counts.
+  local count = (st and st.a >= start) and st.b or 0
   local reset = count > 0 and until_end or 0
   if cost > limit then return never(limit, math.max(limit - count, 0), reset) end
   if count + cost <= limit then return {1, limit, limit - count - cost, until_end, 0} end
@@ -85,15 +86,17 @@ local function fixed_consume(c, st, now, cost)
   now = not_before(st, now)
   local w = c.w
   local start = now - now % w
-  local count = ((st and st.a == start) and st.b or 0) + cost
+  local count = ((st and st.a >= start) and st.b or 0) + cost
   return 'F ' .. num(start) .. ' ' .. num(count), start + w
 end
 
 -- sliding_window -------------------------------------------------------------------------
 local function counters(st, start, w)
   if not st then return 0, 0 end
-  if st.a == start then return st.d, st.b end
-  if st.a + w == start then return st.b, 0 end
+  -- As in Rust: a stored window starting inside this one, or inside the previous one, after
+  -- a reload changed `window`, keeps its counts.
+  if st.a >= start then return st.d, st.b end
+  if st.a + w >= start then return st.b, 0 end
   return 0, 0
 end
 local function window_peek(st, now, w, limit, cost)
