@@ -139,3 +139,21 @@ async fn openapi_describes_the_admin_routes_behind_a_bearer_token() {
         assert_eq!(op["security"], json!([{"bearer": []}]), "{method} {path}");
     }
 }
+
+#[tokio::test]
+async fn an_authorization_header_sent_twice_is_refused_whichever_copy_holds_the_token() {
+    let h = harness(Some(TOKEN));
+    for pair in [
+        [bearer(), "Bearer wrong".to_owned()],
+        ["Bearer wrong".to_owned(), bearer()],
+    ] {
+        let headers: Vec<(&str, &str)> =
+            pair.iter().map(|v| ("authorization", v.as_str())).collect();
+        let reply =
+            common::http::call(&h.app, Method::GET, "/v1/admin/thresholds", &headers, "").await;
+        reply.assert_problem(
+            StatusCode::UNAUTHORIZED,
+            "the Authorization header is sent more than once: send one",
+        );
+    }
+}

@@ -39,12 +39,22 @@ impl<S: Send + Sync, T: DeserializeOwned, const LIMIT: usize> FromRequest<S>
     type Rejection = Problem;
 
     async fn from_request(request: Request, _state: &S) -> Result<Self, Problem> {
+        check_headers(request.headers())?;
         let content_type = request
             .headers()
             .get(header::CONTENT_TYPE)
             .map(|v| v.to_str().unwrap_or("(not text)").to_owned());
         match content_type.as_deref() {
-            Some(ct) if is_json(ct) => {}
+            Some(ct) if is_json(ct) => {
+                if let Some(charset) = charset(ct).filter(|c| !is_utf8(c)) {
+                    return Err(Problem::new(
+                        StatusCode::UNSUPPORTED_MEDIA_TYPE,
+                        format!(
+                            "Content-Type charset must be utf-8 (JSON is UTF-8), not {charset:?}"
+                        ),
+                    ));
+                }
+            }
             Some(other) => {
                 return Err(Problem::new(
                     StatusCode::UNSUPPORTED_MEDIA_TYPE,
@@ -63,6 +73,50 @@ impl<S: Send + Sync, T: DeserializeOwned, const LIMIT: usize> FromRequest<S>
             .map_err(|e| unreadable(&e, LIMIT))?;
         parse(&bytes).map(JsonBody)
     }
+}
+
+/// Refuses what would make the body read as something it is not: a body encoding we do not
+/// decode (a gzipped body read as JSON fails as "malformed"), or a `Content-Type` sent twice
+/// (which copy counts would be a guess).
+fn check_headers(headers: &axum::http::HeaderMap) -> Result<(), Problem> {
+    if headers
+        .get_all(header::CONTENT_TYPE)
+        .iter()
+        .nth(1)
+        .is_some()
+    {
+        return Err(Problem::bad_request(
+            "header Content-Type is sent more than once: send one",
+        ));
+    }
+    for value in headers.get_all(header::CONTENT_ENCODING) {
+        let text = value.to_str().unwrap_or("(not text)");
+        let coded = text
+            .split(',')
+            .map(str::trim)
+            .any(|coding| !coding.is_empty() && !coding.eq_ignore_ascii_case("identity"));
+        if coded {
+            return Err(Problem::new(
+                StatusCode::UNSUPPORTED_MEDIA_TYPE,
+                format!("Content-Encoding {text:?} is not supported: send the body uncompressed"),
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// The `charset` parameter of a media type, unquoted.
+fn charset(content_type: &str) -> Option<&str> {
+    content_type.split(';').skip(1).find_map(|param| {
+        let (name, value) = param.split_once('=')?;
+        name.trim()
+            .eq_ignore_ascii_case("charset")
+            .then(|| value.trim().trim_matches('"'))
+    })
+}
+
+fn is_utf8(charset: &str) -> bool {
+    charset.eq_ignore_ascii_case("utf-8") || charset.eq_ignore_ascii_case("utf8")
 }
 
 fn is_json(content_type: &str) -> bool {

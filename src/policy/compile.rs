@@ -153,8 +153,8 @@ fn default_endpoint(e: &mut Errors, raw: &RawPolicy) -> EndpointRule {
     let (adaptive, limits) = match raw.default_endpoint.as_ref() {
         None => (true, Vec::new()),
         Some(raw) => {
-            let adaptive = e.boolean("default_endpoint.adaptive", &raw.adaptive, true);
             e.unknown_keys("default_endpoint", &raw.unknown, &["adaptive", "limits"]);
+            let adaptive = e.boolean("default_endpoint.adaptive", &raw.adaptive, true);
             let limits = limits(
                 e,
                 "default_endpoint",

@@ -96,9 +96,12 @@ impl Errors {
                 n.as_i64().map_or(i128::from(u64::MAX), i128::from)
             }
             Value::Number(n) => {
-                // YAML reads `1e3` and `10.0` as decimals: say what to write instead.
-                let whole = n.as_f64().filter(|f| f.fract() == 0.0 && f.abs() < 1e18);
+                // YAML reads `1e3` and `10.0` as decimals: say what to write instead, unless
+                // the number is out of range anyway (then say that, as for a whole one).
+                let whole = n.as_f64().filter(|f| f.fract() == 0.0);
                 match whole {
+                    Some(f) if f < min as f64 => self.push(path, format!("must be at least {min}")),
+                    Some(f) if f > max as f64 => self.push(path, format!("must be at most {max}")),
                     Some(f) => self.push(
                         path,
                         format!(

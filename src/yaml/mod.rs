@@ -27,7 +27,11 @@ pub fn parse<T: serde::de::DeserializeOwned>(text: &str) -> Result<T, PolicyErro
     let de = serde_yaml_ng::Deserializer::from_str(crate::files::without_byte_order_mark(text));
     serde_path_to_error::deserialize(de).map_err(|e| {
         let path = e.path().to_string();
-        let message = e.into_inner().to_string();
+        // serde calls YAML's null (`~`, `null`) a "unit value".
+        let message = e.into_inner().to_string().replace(
+            "invalid type: unit value, expected",
+            "null where the file needs",
+        );
         // serde_yaml_ng starts its message with the path when it knows one; a syntax error has
         // none (only a line and column), whatever key the parser had reached.
         match message.strip_prefix(&format!("{path}: ")) {

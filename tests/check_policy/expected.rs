@@ -25,6 +25,21 @@ pub const BAD: &[(&str, &[&str])] = &[
         &["tiers.free.limits[0].requests: must be a whole number"],
     ),
     (
+        "requests_out_of_range_written_as_a_decimal",
+        &["tiers.free.limits[0].requests: must be at most 1000000000"],
+    ),
+    (
+        "null_tier",
+        &["tiers.pro: null where the file needs a map at line 6 column 8"],
+    ),
+    (
+        "load_low_left_out_above_high",
+        &[
+            "adaptive.load.low: is 0.3 when not given, which is not below adaptive.load.high \
+             (0.2): set a lower adaptive.load.low",
+        ],
+    ),
+    (
         "requests_written_as_a_decimal",
         &[
             "tiers.free.limits[0].requests: must be written as the whole number 1000, without a \

@@ -242,3 +242,47 @@ async fn every_malformed_request_is_a_4xx_that_names_the_problem() {
         "headers X-Original-URI and X-Forwarded-Uri are both missing: one must name the requested URI",
     );
 }
+
+#[tokio::test]
+async fn a_body_that_would_read_as_something_else_is_refused_by_name() {
+    let app = app(EXAMPLE_POLICY);
+    let body = json!({"user": "u", "endpoint": "/x"}).to_string();
+    let json_ct = ("content-type", "application/json");
+    type Headers<'a> = &'a [(&'a str, &'a str)];
+    let cases: [(Headers, u16, &str); 4] = [
+        (
+            &[json_ct, ("content-encoding", "gzip")],
+            415,
+            "Content-Encoding \"gzip\" is not supported: send the body uncompressed",
+        ),
+        (
+            &[("content-type", "application/json; charset=utf-16")],
+            415,
+            "Content-Type charset must be utf-8 (JSON is UTF-8), not \"utf-16\"",
+        ),
+        (
+            &[json_ct, ("content-type", "text/plain")],
+            400,
+            "header Content-Type is sent more than once: send one",
+        ),
+        (
+            &[("content-type", "text/plain"), json_ct],
+            400,
+            "header Content-Type is sent more than once: send one",
+        ),
+    ];
+    for path in ["/v1/check", "/v1/report"] {
+        for (headers, status, detail) in cases {
+            let reply = call(&app.router, Method::POST, path, headers, body.clone()).await;
+            let status = StatusCode::from_u16(status).unwrap();
+            reply.assert_problem(status, detail);
+        }
+    }
+    // What says plainly "UTF-8 JSON, not encoded" is read as before.
+    let plain = [
+        ("content-type", "application/json; charset=\"UTF-8\""),
+        ("content-encoding", "identity"),
+    ];
+    let reply = call(&app.router, Method::POST, "/v1/check", &plain, body).await;
+    assert_eq!(reply.status, StatusCode::OK, "{}", reply.text());
+}

@@ -82,17 +82,23 @@ impl FromRequestParts<AppState> for Admin {
             )
             .into_response());
         };
-        let presented = match parts.headers.get(header::AUTHORIZATION) {
-            None => {
+        let mut copies = parts.headers.get_all(header::AUTHORIZATION).iter();
+        let presented = match (copies.next(), copies.next()) {
+            (None, _) => {
                 refused(parts, "no Authorization header");
                 return Err(unauthorized(None));
             }
-            Some(value) => bearer_token(value.as_bytes()),
+            // Which copy a server reads is its own choice: accept none rather than the first.
+            (Some(_), Some(_)) => Err("the Authorization header is sent more than once: send one"),
+            (Some(value), None) => Ok(bearer_token(value.as_bytes())),
         };
         let problem = match presented {
-            Some(presented) if token_matches(presented, token.as_bytes()) => return Ok(Admin),
-            None => "the Authorization header must be `Bearer <token>`",
-            Some(_) => "wrong admin token",
+            Err(problem) => problem,
+            Ok(presented) => match presented {
+                Some(presented) if token_matches(presented, token.as_bytes()) => return Ok(Admin),
+                None => "the Authorization header must be `Bearer <token>`",
+                Some(_) => "wrong admin token",
+            },
         };
         refused(parts, problem);
         Err(unauthorized(Some(problem)))

@@ -7,6 +7,7 @@ use super::MAX_COUNT;
 use super::load_source::{RawSource, load_source};
 use crate::policy::raw::{RawAdaptive, RawAnomaly, RawLoad};
 use crate::policy::{Adaptive, AnomalySettings, LoadSettings};
+use crate::yaml::Leaf;
 use crate::yaml::fields::Errors;
 use std::num::NonZeroU64;
 use std::path::Path;
@@ -66,10 +67,19 @@ fn load(e: &mut Errors, raw: RawLoad, interval: Duration) -> LoadSettings {
     let low = e.number("adaptive.load.low", &raw.low, 0.3, unit_interval);
     // Compared only when both were accepted: a refused one stands in as its default.
     if e.len() == before && low >= high {
-        e.push(
-            "adaptive.load.low",
-            format!("must be below adaptive.load.high ({high})"),
-        );
+        // Name the default of the one the file leaves out: it is the key it did not write.
+        let absent = |leaf: &Leaf| matches!(leaf, None | Some(serde_yaml_ng::Value::Null));
+        let message = match (absent(&raw.low), absent(&raw.high)) {
+            (true, _) => format!(
+                "is 0.3 when not given, which is not below adaptive.load.high ({high}): set a lower \
+                 adaptive.load.low"
+            ),
+            (false, true) => format!(
+                "must be below adaptive.load.high, which is 0.8 when not given ({low} is not)"
+            ),
+            (false, false) => format!("must be below adaptive.load.high ({high})"),
+        };
+        e.push("adaptive.load.low", message);
     }
     LoadSettings {
         source,
