@@ -18,8 +18,9 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::time::Duration;
 
-/// The secret of the keyed hashes when `RATEWARDEN_HASH_KEY` is unset. Decisions do not
-/// depend on it beyond hash collisions; setting the daemon's makes a replay exact.
+/// The secret of the keyed hashes when `RATEWARDEN_HASH_KEY` is unset. Limits do not depend
+/// on it beyond hash collisions, but the anomaly features' distinct counts do (past eight values
+/// a sketch estimates them from the hashes); setting the daemon's makes a replay exact.
 pub const DEFAULT_SECRET: &str = "ratewarden replay";
 
 #[derive(Debug, Clone, clap::Args)]
@@ -49,8 +50,8 @@ pub struct ReplayArgs {
     /// Write every request's decision as a JSON line (every pass's, with a sweep).
     #[arg(long)]
     pub decisions: Option<PathBuf>,
-    /// Secret of the keyed subject hashes (a fixed one when unset); decisions depend on it
-    /// only through hash collisions.
+    /// Secret of the keyed hashes (a fixed one when unset). Scores depend on it a little: past
+    /// eight addresses or paths, their distinct counts are estimated from the hashes.
     #[arg(long, env = "RATEWARDEN_HASH_KEY", hide_env_values = true)]
     pub hash_key: Option<String>,
 }

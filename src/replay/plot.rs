@@ -169,23 +169,46 @@ fn sweep_curve(area: &Area, rows: &[SweepRow]) -> Drawn {
     chart.draw_series(points.iter().map(|p| Circle::new(*p, 4, blue.filled())))?;
     let room = (x_max * 1.2).max(0.1) * 0.14;
     let line = (y_max * 1.1).clamp(1.0, 100.0) * 0.05;
+    let labels = sweep_labels(rows, &points, (room, line));
+    // A label moved off its point is tied to it by a thin line, so it is never read as the
+    // label of a point it ended up beside.
     chart.draw_series(
-        sweep_labels(rows, &points, (room, line))
+        labels
+            .iter()
+            .filter(|l| l.moved)
+            .map(|l| PathElement::new(vec![l.point, l.at], blue.stroke_width(1))),
+    )?;
+    chart.draw_series(
+        labels
             .into_iter()
-            .map(|(text, p)| Text::new(text, p, (FONT, 15))),
+            .map(|l| Text::new(l.text, l.at, (FONT, 15))),
     )?;
     Ok(())
 }
 
+/// A sweep point's label and where it goes.
+#[derive(Debug)]
+struct SweepLabel {
+    text: String,
+    /// The point it names.
+    point: (f64, f64),
+    /// Where the label is drawn.
+    at: (f64, f64),
+    /// Placed off its usual spot beside the point (drawn with a line to it).
+    moved: bool,
+}
+
 /// One label per distinct point, naming every threshold that landed there ("0.2–0.4, 0.7":
-/// thresholds that coincide need not be neighbours), placed beside its point and moved down a
-/// line at a time while it would overlap a label already placed (`room`: a label's width,
-/// `line`: its height, in the chart's units).
+/// thresholds that coincide need not be neighbours), placed right of its point, or, when that
+/// spot would overlap a label already placed, at the nearest spot left of it or a whole line up
+/// or down, on either side, that overlaps no label and is not beside another point (where it
+/// would read as that point's; `room`: a label's width, `line`: its height, in the chart's
+/// units).
 fn sweep_labels(
     rows: &[SweepRow],
     points: &[(f64, f64)],
     (room, line): (f64, f64),
-) -> Vec<(String, (f64, f64))> {
+) -> Vec<SweepLabel> {
     let same = |a: (f64, f64), b: (f64, f64)| (a.0 - b.0).abs() < 1e-3 && (a.1 - b.1).abs() < 1e-3;
     let mut groups: Vec<((f64, f64), Vec<usize>)> = Vec::new();
     for (i, p) in points.iter().enumerate() {
@@ -194,17 +217,40 @@ fn sweep_labels(
             None => groups.push((*p, vec![i])),
         }
     }
-    let mut placed: Vec<(String, (f64, f64))> = Vec::new();
-    for (at, members) in groups {
-        let text = threshold_runs(rows, &members);
-        let mut spot = (at.0 + room * 0.05, at.1 + line * 0.4);
-        while placed
-            .iter()
-            .any(|(_, q)| (q.0 - spot.0).abs() < room && (q.1 - spot.1).abs() < line)
-        {
-            spot.1 -= line;
-        }
-        placed.push((text, spot));
+    let beside = |p: (f64, f64)| (p.0 + room * 0.05, p.1 + line * 0.4);
+    let left_of = |p: (f64, f64)| (p.0 - room * 1.05, p.1 + line * 0.4);
+    let overlaps =
+        |a: (f64, f64), b: (f64, f64)| (a.0 - b.0).abs() < room && (a.1 - b.1).abs() < line;
+    let mut placed: Vec<SweepLabel> = Vec::new();
+    for (g, (point, members)) in groups.iter().enumerate() {
+        let text = threshold_runs(rows, members);
+        let home = beside(*point);
+        // Away from its point, a label must also keep off the spots beside other points.
+        let free = |spot: (f64, f64)| {
+            !placed.iter().any(|l| overlaps(l.at, spot))
+                && (spot == home
+                    || !groups.iter().enumerate().any(|(h, (other, _))| {
+                        h != g
+                            && (overlaps(beside(*other), spot) || overlaps(left_of(*other), spot))
+                    }))
+        };
+        // Right of the point, then left of it, then 1 line down, right and left, 1 line up,
+        // 2 down, ...: the search ends, since only finitely many spots are taken.
+        let left = left_of(*point);
+        let at = (0..)
+            .flat_map(|k: i32| {
+                let step = if k % 2 == 1 { -(k + 1) / 2 } else { k / 2 };
+                let dy = f64::from(step) * line;
+                [(home.0, home.1 + dy), (left.0, left.1 + dy)]
+            })
+            .find(|spot| free(*spot))
+            .unwrap_or(home);
+        placed.push(SweepLabel {
+            text,
+            point: *point,
+            at,
+            moved: at != home,
+        });
     }
     placed
 }
@@ -294,13 +340,39 @@ mod tests {
             (10.0, 90.0),
         ];
         let labels = sweep_labels(&rows, &points, (2.0, 5.0));
-        let texts: Vec<&str> = labels.iter().map(|(t, _)| t.as_str()).collect();
+        let texts: Vec<&str> = labels.iter().map(|l| l.text.as_str()).collect();
         assert_eq!(texts, ["0.1–0.2, 0.5", "0.3", "0.4", "0.6"]);
-        for (i, (a, p)) in labels.iter().enumerate() {
-            for (b, q) in &labels[i + 1..] {
-                let apart = (p.0 - q.0).abs() >= 2.0 || (p.1 - q.1).abs() >= 5.0;
-                assert!(apart, "{a:?} at {p:?} overlaps {b:?} at {q:?}");
+        assert_apart(&labels, (2.0, 5.0));
+        assert!(!labels[3].moved, "the far point keeps its spot");
+    }
+
+    /// No two labels overlap, and no moved label sits where another point's label would go.
+    fn assert_apart(labels: &[super::SweepLabel], (room, line): (f64, f64)) {
+        let home = |p: (f64, f64)| (p.0 + room * 0.05, p.1 + line * 0.4);
+        for (i, a) in labels.iter().enumerate() {
+            for (j, b) in labels.iter().enumerate() {
+                if i == j {
+                    continue;
+                }
+                let (p, q) = (a.at, b.at);
+                let apart = (p.0 - q.0).abs() >= room || (p.1 - q.1).abs() >= line;
+                assert!(i > j || apart, "{a:?} overlaps {b:?}");
+                let (p, q) = (a.at, home(b.point));
+                let elsewhere = (p.0 - q.0).abs() >= room || (p.1 - q.1).abs() >= line;
+                assert!(!a.moved || elsewhere, "{a:?} sits beside {b:?}'s point");
             }
         }
+    }
+
+    #[test]
+    fn a_label_pushed_off_its_point_never_lands_beside_another_point() {
+        // A replay's sweep (0.5:0.95:0.15): three points close together, the last 6 points below.
+        let rows: Vec<SweepRow> = [0.5, 0.65, 0.8, 0.95].map(row).into();
+        let points = [(1.75, 57.7), (1.65, 56.7), (1.65, 55.4), (1.65, 49.7)];
+        let spacing = (0.29, 3.2);
+        let labels = sweep_labels(&rows, &points, spacing);
+        assert_apart(&labels, spacing);
+        assert!(!labels[0].moved);
+        assert!(labels[1].moved && labels[2].moved, "{labels:?}");
     }
 }
