@@ -157,3 +157,36 @@ async fn an_authorization_header_sent_twice_is_refused_whichever_copy_holds_the_
         );
     }
 }
+
+/// A stray query parameter on an admin route gets an answer `/openapi.json` lists for it.
+#[tokio::test]
+async fn a_stray_query_parameter_gets_a_status_the_openapi_document_lists() {
+    let h = harness(Some(TOKEN));
+    let doc = send(&h.app, Method::GET, "/openapi.json", None, None)
+        .await
+        .json;
+    let paths = doc["paths"].as_object().expect("paths");
+    let mut tried = 0;
+    for (path, item) in paths.iter().filter(|(p, _)| p.starts_with("/v1/admin/")) {
+        for (verb, op) in item.as_object().expect("operations") {
+            let uri = format!("{}?stray=1", path.replace("{user}", "alice"));
+            let body = op.get("requestBody").map(|_| "{}");
+            let reply = send(
+                &h.app,
+                method(&verb.to_uppercase()),
+                &uri,
+                Some(&bearer()),
+                body,
+            )
+            .await;
+            let status = reply.status.as_u16().to_string();
+            assert!(
+                op["responses"].get(&status).is_some(),
+                "{verb} {uri} answered {status}, which /openapi.json does not list: {}",
+                reply.json
+            );
+            tried += 1;
+        }
+    }
+    assert!(tried >= 9, "{tried} admin operations");
+}

@@ -88,6 +88,7 @@ pub struct FlaggedList {
     security(("bearer" = [])),
     responses(
         (status = 200, description = "The subjects flagged now", body = FlaggedList),
+        (status = 400, description = "A query string: the route takes no parameters", body = Problem, content_type = "application/problem+json"),
         (status = 401, description = "Missing or wrong token", body = Problem, content_type = "application/problem+json"),
         (status = 404, description = "The admin API is disabled", body = Problem, content_type = "application/problem+json"),
     )

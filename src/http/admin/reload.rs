@@ -25,6 +25,7 @@ pub struct Reloaded {
     security(("bearer" = [])),
     responses(
         (status = 200, description = "Reloaded", body = Reloaded),
+        (status = 400, description = "A query string: the route takes no parameters", body = Problem, content_type = "application/problem+json"),
         (status = 401, description = "Missing or wrong token", body = Problem, content_type = "application/problem+json"),
         (status = 404, description = "The admin API is disabled, or there is no policy file", body = Problem, content_type = "application/problem+json"),
         (status = 422, description = "The policy file was refused (`errors` lists every error; the policy in force stays), or the policy was reloaded and its model refused (`policy_reloaded: true`)", body = Problem, content_type = "application/problem+json"),

@@ -178,6 +178,7 @@ fn check(ok: bool, detail: String) -> Result<(), Problem> {
     security(("bearer" = [])),
     responses(
         (status = 200, description = "The live tuning values", body = ThresholdsBody),
+        (status = 400, description = "A query string: the route takes no parameters", body = Problem, content_type = "application/problem+json"),
         (status = 401, description = "Missing or wrong token", body = Problem, content_type = "application/problem+json"),
         (status = 404, description = "The admin API is disabled", body = Problem, content_type = "application/problem+json"),
     )
@@ -199,7 +200,7 @@ pub async fn get_thresholds(
     request_body = ThresholdsPatch,
     responses(
         (status = 200, description = "The new values", body = ThresholdsBody),
-        (status = 400, description = "A value out of range or an unknown field; nothing changed", body = Problem, content_type = "application/problem+json"),
+        (status = 400, description = "A value out of range, an unknown field or a query string; nothing changed", body = Problem, content_type = "application/problem+json"),
         (status = 413, description = "Body over 64 KiB", body = Problem, content_type = "application/problem+json"),
         (status = 415, description = "Not JSON", body = Problem, content_type = "application/problem+json"),
         (status = 401, description = "Missing or wrong token", body = Problem, content_type = "application/problem+json"),
