@@ -24,14 +24,19 @@ fn counters(state: Option<&State>, start: Micros, window: Micros) -> (u64, u64) 
             current,
             previous,
         }) => {
-            // While the length stays, the stored window is this one or the one before. After
-            // a reload changed the limit's `window`, a stored window starting inside this one
-            // keeps its counts where they were, and one starting inside the previous window
-            // makes its current count the previous one: usage is not dropped for the change.
-            if *s >= start {
+            // While the length stays, the stored window is this one or the one before. A
+            // stored window starting strictly inside this one or the one before is left from
+            // before a reload changed the limit's `window`: the state does not keep how long
+            // its windows were, so both its counts go where its own window lies (some of its
+            // previous count may be older: counted in full, so a change never frees quota).
+            if *s == start {
                 (*previous, *current)
-            } else if s.saturating_add(window) >= start {
+            } else if *s > start {
+                (0, current.saturating_add(*previous))
+            } else if s.saturating_add(window) == start {
                 (*current, 0)
+            } else if s.saturating_add(window) > start {
+                (current.saturating_add(*previous), 0)
             } else {
                 (0, 0)
             }

@@ -139,7 +139,7 @@ pub fn undecidable(error: &CheckError, at: &str) -> Problem {
         (status = 429, description = "Denied: the decision JSON with problem members", content_type = "application/problem+json", body = DecisionBody),
         (status = 400, description = "Invalid request", body = Problem, content_type = "application/problem+json"),
         (status = 413, description = "Body over 64 KiB", body = Problem, content_type = "application/problem+json"),
-        (status = 415, description = "Not JSON", body = Problem, content_type = "application/problem+json"),
+        (status = 415, description = "Not JSON, a charset other than utf-8, or a Content-Encoding", body = Problem, content_type = "application/problem+json"),
         (status = 503, description = "Store unavailable and store.on_error denies", body = Problem, content_type = "application/problem+json"),
     )
 )]
@@ -179,7 +179,7 @@ pub struct BatchResults {
         (status = 200, description = "One decision per request, allowed or not", body = BatchResults),
         (status = 400, description = "An invalid item (named by its index) or batch size", body = Problem, content_type = "application/problem+json"),
         (status = 413, description = "Body over 4 MiB", body = Problem, content_type = "application/problem+json"),
-        (status = 415, description = "Not JSON", body = Problem, content_type = "application/problem+json"),
+        (status = 415, description = "Not JSON, a charset other than utf-8, or a Content-Encoding", body = Problem, content_type = "application/problem+json"),
     )
 )]
 pub async fn batch(

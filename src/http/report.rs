@@ -42,7 +42,7 @@ pub struct ReportBody {
         (status = 202, description = "Accepted"),
         (status = 400, description = "Invalid report", body = Problem, content_type = "application/problem+json"),
         (status = 413, description = "Body over 64 KiB", body = Problem, content_type = "application/problem+json"),
-        (status = 415, description = "Not JSON", body = Problem, content_type = "application/problem+json"),
+        (status = 415, description = "Not JSON, a charset other than utf-8, or a Content-Encoding", body = Problem, content_type = "application/problem+json"),
     )
 )]
 pub async fn report(

@@ -98,15 +98,21 @@ impl Errors {
             Value::Number(n) => {
                 // YAML reads `1e3` and `10.0` as decimals: say what to write instead, unless
                 // the number is out of range anyway (then say that, as for a whole one).
+                // Compared as integers: `u64::MAX as f64` rounds up to 2^64, a value over it.
                 let whole = n.as_f64().filter(|f| f.fract() == 0.0);
                 match whole {
-                    Some(f) if f < min as f64 => self.push(path, format!("must be at least {min}")),
-                    Some(f) if f > max as f64 => self.push(path, format!("must be at most {max}")),
+                    Some(f) if (f as i128) < i128::from(min) => {
+                        self.push(path, format!("must be at least {min}"))
+                    }
+                    Some(f) if (f as i128) > i128::from(max) => {
+                        self.push(path, format!("must be at most {max}"))
+                    }
                     Some(f) => self.push(
                         path,
                         format!(
-                            "must be written as the whole number {f:.0}, without a decimal \
-                             point or exponent"
+                            "must be written as the whole number {}, without a decimal \
+                             point or exponent",
+                            f as i128
                         ),
                     ),
                     None => self.push(path, "must be a whole number"),
@@ -194,3 +200,32 @@ impl Errors {
 
 /// The longest window or duration a policy may name (keeps every computation in range).
 pub const MAX_DURATION: Duration = Duration::from_secs(366 * 86_400);
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn count_message(yaml: &str, min: u64, max: u64) -> String {
+        let value: Value = serde_yaml_ng::from_str(yaml).expect("a YAML number");
+        let mut e = Errors::default();
+        assert_eq!(e.count("n", &value, min, max), None);
+        PolicyErrors(e.0).lines().join("; ")
+    }
+
+    #[test]
+    fn a_whole_decimal_out_of_range_says_so_even_at_the_edge_of_u64() {
+        // u64::MAX as f64 is 2^64, one past u64::MAX: still "at most".
+        assert_eq!(
+            count_message("18446744073709551615.0", 0, u64::MAX),
+            format!("n: must be at most {}", u64::MAX)
+        );
+        assert_eq!(count_message("1e30", 1, 1_000), "n: must be at most 1000");
+        assert_eq!(count_message("-3.0", 1, 1_000), "n: must be at least 1");
+        assert_eq!(
+            count_message("-0.0", 0, 10),
+            "n: must be written as the whole number 0, without a decimal point or exponent"
+        );
+        assert_eq!(count_message("2.5", 0, 10), "n: must be a whole number");
+        assert_eq!(count_message(".inf", 0, 10), "n: must be a whole number");
+    }
+}

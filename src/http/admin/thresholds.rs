@@ -202,7 +202,7 @@ pub async fn get_thresholds(
         (status = 200, description = "The new values", body = ThresholdsBody),
         (status = 400, description = "A value out of range, an unknown field or a query string; nothing changed", body = Problem, content_type = "application/problem+json"),
         (status = 413, description = "Body over 64 KiB", body = Problem, content_type = "application/problem+json"),
-        (status = 415, description = "Not JSON", body = Problem, content_type = "application/problem+json"),
+        (status = 415, description = "Not JSON, a charset other than utf-8, or a Content-Encoding", body = Problem, content_type = "application/problem+json"),
         (status = 401, description = "Missing or wrong token", body = Problem, content_type = "application/problem+json"),
         (status = 404, description = "The admin API is disabled", body = Problem, content_type = "application/problem+json"),
     )

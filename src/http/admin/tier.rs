@@ -45,7 +45,7 @@ pub struct TierView {
         (status = 200, description = "Stored (or removed)", body = TierView),
         (status = 400, description = "An unknown tier, a missing field or an invalid user", body = Problem, content_type = "application/problem+json"),
         (status = 413, description = "Body over 64 KiB", body = Problem, content_type = "application/problem+json"),
-        (status = 415, description = "Not JSON", body = Problem, content_type = "application/problem+json"),
+        (status = 415, description = "Not JSON, a charset other than utf-8, or a Content-Encoding", body = Problem, content_type = "application/problem+json"),
         (status = 401, description = "Missing or wrong token", body = Problem, content_type = "application/problem+json"),
         (status = 404, description = "The admin API is disabled", body = Problem, content_type = "application/problem+json"),
         (status = 503, description = "The store is unavailable", body = Problem, content_type = "application/problem+json"),

@@ -93,10 +93,12 @@ end
 -- sliding_window -------------------------------------------------------------------------
 local function counters(st, start, w)
   if not st then return 0, 0 end
-  -- As in Rust: a stored window starting inside this one, or inside the previous one, after
-  -- a reload changed `window`, keeps its counts.
-  if st.a >= start then return st.d, st.b end
-  if st.a + w >= start then return st.b, 0 end
+  -- As in Rust: a stored window starting strictly inside this one or the previous one is left
+  -- from before a reload changed `window`; both its counts go where it lies.
+  if st.a == start then return st.d, st.b end
+  if st.a > start then return 0, st.b + st.d end
+  if st.a + w == start then return st.b, 0 end
+  if st.a + w > start then return st.b + st.d, 0 end
   return 0, 0
 end
 local function window_peek(st, now, w, limit, cost)
