@@ -91,8 +91,29 @@ fn explain(d: &Decision) -> String {
         Some(r) => format!("; retry in {} s", ceil_secs(r)),
         None => String::new(),
     };
-    // The number shown is the denying limit's own effective value, never the headline's.
-    let reduced = d.violated_limit.or(d.limit).unwrap_or(0);
+    // The numbers shown are the denying limit's own effective rate, never the headline's. A
+    // bucket's `limit` is its burst, and the rate it refills at is another number.
+    let allowance = match (d.violated_rate, denying) {
+        (Some(rate), _) if rate.algorithm.reports_burst() && rate.burst != rate.requests => {
+            format!(
+                "{} per {} s, at most {} at once",
+                rate.requests,
+                ceil_secs(rate.window).max(1),
+                rate.burst
+            )
+        }
+        (Some(rate), _) => format!(
+            "{} per {} s",
+            rate.capacity(),
+            ceil_secs(rate.window).max(1)
+        ),
+        (None, Some(l)) => format!(
+            "{} per {} s",
+            d.limit.unwrap_or(0),
+            ceil_secs(l.window_micros()).max(1)
+        ),
+        (None, None) => String::new(),
+    };
     match (d.reason, denying) {
         (Some(Reason::StoreUnavailable), _) if d.store_full => {
             "the embedded store (under on_error: local, while Redis fails, the per-instance one) \
@@ -108,29 +129,13 @@ fn explain(d: &Decision) -> String {
             d.cost,
             l.base_rate().capacity()
         ),
-        (Some(Reason::Anomaly), _) => format!(
-            "limit \"{name}\" is reduced to {reduced} for this subject after abnormal usage{wait}"
+        (Some(Reason::Anomaly), Some(_)) => format!(
+            "limit \"{name}\" is reduced to {allowance} for this subject after abnormal usage{wait}"
         ),
-        (Some(Reason::Load), _) => format!(
-            "limit \"{name}\" is reduced to {reduced} while the service is under load{wait}"
+        (Some(Reason::Load), Some(_)) => format!(
+            "limit \"{name}\" is reduced to {allowance} while the service is under load{wait}"
         ),
-        // A bucket's `limit` is its burst; the rate it refills at is another number.
-        (_, Some(_))
-            if let Some(rate) = d.violated_rate
-                && rate.algorithm.reports_burst()
-                && rate.burst != rate.requests =>
-        {
-            format!(
-                "limit \"{name}\" allows {} per {} s, at most {} at once{wait}",
-                rate.requests,
-                ceil_secs(rate.window).max(1),
-                rate.burst
-            )
-        }
-        (_, Some(l)) => format!(
-            "limit \"{name}\" allows {reduced} per {} s{wait}",
-            ceil_secs(l.window_micros()).max(1)
-        ),
+        (_, Some(_)) => format!("limit \"{name}\" allows {allowance}{wait}"),
         _ => format!("denied{wait}"),
     }
 }

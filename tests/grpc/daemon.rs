@@ -114,7 +114,14 @@ fn a_bad_envoy_config_folder_on_the_command_line_is_blamed_as_such() {
         ),
     ] {
         let out = std::process::Command::new(env!("CARGO_BIN_EXE_ratewarden"))
-            .args(["serve", "--listen", "127.0.0.1:0", "--policy"])
+            .args([
+                "serve",
+                "--listen",
+                "127.0.0.1:0",
+                "--grpc-listen",
+                "127.0.0.1:0",
+            ])
+            .arg("--policy")
             .arg(&policy)
             .arg("--envoy-config")
             .arg(folder)

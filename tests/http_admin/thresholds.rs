@@ -305,7 +305,7 @@ async fn a_load_denial_names_the_denying_limit_with_its_own_reduced_value() {
     assert_eq!(reply.json["violated-policies"], json!(["hourly", "burst"]));
     assert_eq!(
         reply.detail(),
-        "limit \"hourly\" is reduced to 10 while the service is under load"
+        "limit \"hourly\" is reduced to 10 per 3600 s while the service is under load"
     );
 }
 
