@@ -86,12 +86,13 @@ impl LoadReading {
                 .set(targets.error_target);
         }
         if let Some(u) = self.upstream {
-            if let Some(ms) = u.latency_ms {
-                metrics
-                    .upstream_latency
-                    .with_label_values(&labels)
-                    .set(ms / 1000.0);
-            }
+            // An interval whose reports carried no latency has none: NaN, not the last one
+            // (a dashboard would show a stale latency beside a pressure of 0).
+            let seconds = u.latency_ms.map_or(f64::NAN, |ms| ms / 1000.0);
+            metrics
+                .upstream_latency
+                .with_label_values(&labels)
+                .set(seconds);
             metrics
                 .upstream_errors
                 .with_label_values(&labels)

@@ -81,8 +81,13 @@ impl LoadMetrics {
         }
     }
 
-    /// Exports every series of `scope` (the factor at 1, the others at 0).
+    /// Exports every series of `scope` (the factor at 1, the others at 0). A scope already
+    /// exported keeps its values: a reload declares every rule's scope again, and a rule's
+    /// factor is not back at 1 until its source says so.
     pub fn declare(&self, scope: &str) {
+        if self.declared(scope) {
+            return;
+        }
         for gauge in [
             &self.signal,
             &self.target,
@@ -95,5 +100,46 @@ impl LoadMetrics {
         }
         self.factor.with_label_values(&[scope]).set(1.0);
         self.query_errors.with_label_values(&[scope]);
+    }
+
+    /// Whether `scope`'s factor is exported (read off the collected series: only a start-up
+    /// or a reload asks).
+    fn declared(&self, scope: &str) -> bool {
+        use prometheus::core::Collector;
+        self.factor.collect().iter().any(|family| {
+            family.get_metric().iter().any(|metric| {
+                metric
+                    .get_label()
+                    .iter()
+                    .any(|label| label.name() == "scope" && label.value() == scope)
+            })
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn declaring_a_scope_again_keeps_its_factor() {
+        let metrics = LoadMetrics::new(&Registry::new());
+        metrics.declare("/api/export*");
+        assert_eq!(
+            metrics.factor.with_label_values(&["/api/export*"]).get(),
+            1.0
+        );
+        metrics
+            .factor
+            .with_label_values(&["/api/export*"])
+            .set(0.345);
+        // A reload declares every rule's scope again: the factor its source gave stays.
+        metrics.declare("/api/export*");
+        assert_eq!(
+            metrics.factor.with_label_values(&["/api/export*"]).get(),
+            0.345
+        );
+        metrics.declare("/api/new*");
+        assert_eq!(metrics.factor.with_label_values(&["/api/new*"]).get(), 1.0);
     }
 }

@@ -120,6 +120,19 @@ async fn the_factor_follows_a_scripted_series_of_reports() {
         .await
         .unwrap();
     assert_eq!(decision.limit, Some(144));
+    // An interval of reports without a latency has none: not the last one's 10 ms.
+    for _ in 0..20 {
+        engine.report(&Outcome {
+            user: "alice",
+            endpoint: "/search".into(),
+            status: 200,
+            latency_ms: None,
+        });
+    }
+    clock.advance(Duration::from_secs(1));
+    control.cycle().await;
+    let latency = load.upstream_latency.with_label_values(&["global"]).get();
+    assert!(latency.is_nan(), "{latency}");
 }
 
 #[tokio::test]
