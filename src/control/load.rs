@@ -8,7 +8,7 @@
 
 use super::cgroup::CgroupCpu;
 use crate::clock::Micros;
-use crate::engine::Thresholds;
+use crate::engine::{Band, LiveLoad, Thresholds};
 use std::path::Path;
 
 /// A source of CPU use, 0 to 1, since its previous sample. Tests script one.
@@ -87,13 +87,6 @@ impl LoadSampler for SystemLoad {
     }
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Band {
-    Normal,
-    High,
-    Low,
-}
-
 /// EWMA smoothing and the hysteresis band the factor is in.
 #[derive(Debug, Clone)]
 pub struct LoadController {
@@ -129,23 +122,20 @@ impl LoadController {
             });
         }
         if let Some(s) = self.smoothed {
-            let margin = (0.05f64).min((t.load_high - t.load_low) / 4.0);
-            self.band = match self.band {
-                _ if s > t.load_high => Band::High,
-                _ if s < t.load_low => Band::Low,
-                Band::High if s > t.load_high - margin => Band::High,
-                Band::Low if s < t.load_low + margin => Band::Low,
-                _ => Band::Normal,
-            };
+            self.band = self.band.next(s, t);
         }
         self.factor(t)
     }
 
     pub fn factor(&self, t: &Thresholds) -> f64 {
-        match self.band {
-            Band::Normal => 1.0,
-            Band::High => t.load_high_factor,
-            Band::Low => t.load_low_factor,
+        self.band.factor(t)
+    }
+
+    /// The band and smoothed value, for decisions to read against the live thresholds.
+    pub fn live(&self) -> LiveLoad {
+        LiveLoad::Banded {
+            band: self.band,
+            smoothed: self.smoothed,
         }
     }
 }

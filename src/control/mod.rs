@@ -26,7 +26,7 @@ pub use cgroup::CgroupCpu;
 pub use flags::{Flag, FlagTracker, Scored};
 pub use fleet_redis::fleet_for;
 pub use fleet_state::{Bucket, FleetFuture, FleetState, ListTail, Published};
-pub use load::{Band, LoadController, LoadSampler, NoLoad, SystemLoad};
+pub use load::{LoadController, LoadSampler, NoLoad, SystemLoad};
 pub use model_slot::ModelSlot;
 pub use prometheus::{PrometheusLoad, PrometheusReading, QueryError, query_once};
 pub use scoring::{BegunFlag, SECOND_SIGNAL_DENIED_RATIO};
@@ -34,7 +34,7 @@ pub use source::{LoadReading, LoadSources, RuleReading};
 pub use upstream::{AGREEING, MARGIN, UpstreamGradient, UpstreamSignal, percentile};
 
 use crate::clock::Micros;
-use crate::engine::{Engine, Exemption, RuleLoadFactor, SubjectStanding, Thresholds};
+use crate::engine::{Engine, Exemption, LiveLoad, RuleLoadFactor, SubjectStanding, Thresholds};
 use crate::features::{ActivityWindow, SubjectActivity, SubjectFeatures};
 use crate::limit::KeyHash;
 use crate::metrics::GLOBAL_SCOPE;
@@ -257,7 +257,7 @@ impl ControlLoop {
         let metrics = self.engine.metrics().clone();
         let (reading, rules) = self.sources.read(now, policy, thresholds, outcomes).await;
         self.tell(GLOBAL_SCOPE, &settings.source, &reading, thresholds);
-        scale.set_load_factor(self.pinned_load.unwrap_or(reading.factor));
+        scale.set_load(self.pinned_load.map_or(reading.live, LiveLoad::Fixed));
         metrics.load_factor.set(scale.load_factor());
         if let Some(smoothed) = self.sources.cpu().smoothed() {
             metrics.system_cpu_ratio.set(smoothed);
@@ -272,7 +272,7 @@ impl ControlLoop {
             if let Some(slot) = rule_factors.get_mut(rule.index) {
                 *slot = Some(RuleLoadFactor {
                     pattern: rule.pattern,
-                    factor: self.pinned_load.unwrap_or(rule.reading.factor),
+                    load: self.pinned_load.map_or(rule.reading.live, LiveLoad::Fixed),
                 });
             }
         }

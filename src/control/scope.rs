@@ -6,7 +6,7 @@ use super::load::LoadController;
 use super::prometheus::PrometheusLoad;
 use super::source::LoadReading;
 use super::upstream::UpstreamGradient;
-use crate::engine::{IntervalOutcomes, Thresholds};
+use crate::engine::{IntervalOutcomes, LiveLoad, Thresholds};
 use crate::policy::{LoadSource, UpstreamTargets};
 
 #[derive(Default)]
@@ -32,6 +32,7 @@ impl ScopeState {
             // A replay: the Prometheus of the log's time cannot be asked.
             LoadSource::Prometheus(_) if offline => LoadReading {
                 factor: 1.0,
+                live: LiveLoad::Fixed(1.0),
                 signal: None,
                 target: thresholds.load_high,
                 upstream: None,
@@ -39,6 +40,7 @@ impl ScopeState {
             },
             LoadSource::Cpu => LoadReading {
                 factor: cpu.factor(thresholds),
+                live: cpu.live(),
                 signal: cpu.smoothed(),
                 target: thresholds.load_high,
                 upstream: None,
@@ -53,6 +55,7 @@ impl ScopeState {
                 let factor = self.upstream.update(signal, smoothing, thresholds);
                 LoadReading {
                     factor,
+                    live: LiveLoad::Bounded(factor),
                     signal: signal.map(|s| s.pressure),
                     target: 1.0,
                     upstream: signal,
@@ -67,6 +70,7 @@ impl ScopeState {
                 let reading = source.read(smoothing, thresholds).await;
                 LoadReading {
                     factor: reading.factor,
+                    live: source.load().live(),
                     signal: reading.smoothed,
                     target: thresholds.load_high,
                     upstream: None,

@@ -8,7 +8,7 @@ use super::prometheus::QueryError;
 use super::scope::ScopeState;
 use super::upstream::UpstreamSignal;
 use crate::clock::Micros;
-use crate::engine::{ScopedOutcomes, Thresholds};
+use crate::engine::{LiveLoad, ScopedOutcomes, Thresholds};
 use crate::metrics::LoadMetrics;
 use crate::policy::{LoadSource, PathPattern, Policy};
 use hashbrown::HashMap;
@@ -17,6 +17,8 @@ use hashbrown::HashMap;
 #[derive(Debug, Clone, PartialEq)]
 pub struct LoadReading {
     pub factor: f64,
+    /// What the factor is made of, for decisions to read against the live thresholds.
+    pub live: LiveLoad,
     /// The source's signal: the smoothed CPU share or query value, or the upstream pressure.
     pub signal: Option<f64>,
     /// What the signal is compared with: `high` (CPU, Prometheus) or 1.0 (upstream pressure).

@@ -19,6 +19,7 @@ mod flag_admin;
 mod hasher;
 mod inspect;
 mod joint;
+mod live_load;
 mod native;
 mod outage;
 mod plan;
@@ -47,6 +48,7 @@ pub use exemptions::{Exemption, Exemptions};
 pub use flag_admin::FlaggedSubject;
 pub use hasher::SubjectHasher;
 pub use inspect::{InspectError, LimitUsage, SubjectInspection, SubjectQuery, TierSource};
+pub use live_load::{Band, LiveLoad};
 pub use outage::{Answered, StoreOutage};
 pub use plan::{FeatureTrace, Plan};
 pub use request::{

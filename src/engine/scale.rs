@@ -4,6 +4,7 @@
 //! Reads are lock-free (atomics and `ArcSwap`), since every decision makes them.
 
 use super::Exemptions;
+use super::live_load::LiveLoad;
 use crate::clock::Micros;
 use crate::features::SubjectFeatures;
 use crate::limit::KeyHash;
@@ -12,7 +13,6 @@ use arc_swap::ArcSwap;
 use hashbrown::HashMap;
 use serde::{Deserialize, Serialize};
 use std::sync::Arc;
-use std::sync::atomic::{AtomicU64, Ordering};
 
 /// The live tuning values (the admin API's `/v1/admin/thresholds`).
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
@@ -69,7 +69,7 @@ impl Thresholds {
 #[derive(Debug, Clone, PartialEq)]
 pub struct RuleLoadFactor {
     pub pattern: PathPattern,
-    pub factor: f64,
+    pub load: LiveLoad,
 }
 
 /// What the last control cycle concluded about one subject.
@@ -96,7 +96,8 @@ pub struct ScaleFactors {
     /// Serialises read-modify-write changes of the thresholds (admin `PUT`s, reloads that
     /// reset them), so no change is lost or undone by a concurrent one.
     writes: parking_lot::Mutex<()>,
-    load_factor: AtomicU64,
+    /// What the control loop measured, read against the live thresholds by each decision.
+    measured_load: ArcSwap<LiveLoad>,
     /// The factors of the endpoint rules with their own load source, by index in `endpoints`.
     rule_load: ArcSwap<Vec<Option<RuleLoadFactor>>>,
     thresholds: ArcSwap<Thresholds>,
@@ -112,7 +113,7 @@ impl ScaleFactors {
     pub fn new(thresholds: Thresholds) -> Self {
         Self {
             writes: parking_lot::Mutex::new(()),
-            load_factor: AtomicU64::new(1.0f64.to_bits()),
+            measured_load: ArcSwap::from_pointee(LiveLoad::Fixed(1.0)),
             rule_load: ArcSwap::default(),
             thresholds: ArcSwap::from_pointee(thresholds),
             standings: ArcSwap::default(),
@@ -123,19 +124,26 @@ impl ScaleFactors {
 
     /// The load factor in force: the override when an operator pinned one.
     pub fn load_factor(&self) -> f64 {
-        self.thresholds
-            .load()
+        let thresholds = self.thresholds.load();
+        thresholds
             .load_factor_override
-            .unwrap_or_else(|| f64::from_bits(self.load_factor.load(Ordering::Relaxed)))
+            .unwrap_or_else(|| self.measured_load.load().factor(&thresholds))
     }
 
     /// The factor computed from the system's load (what the control loop measured).
+    /// (read against the live thresholds: a change of them applies from the next decision).
     pub fn measured_load_factor(&self) -> f64 {
-        f64::from_bits(self.load_factor.load(Ordering::Relaxed))
+        self.measured_load.load().factor(&self.thresholds.load())
     }
 
+    /// Publishes what the control loop measured.
+    pub fn set_load(&self, load: LiveLoad) {
+        self.measured_load.store(Arc::new(load));
+    }
+
+    /// Sets the measured factor as it stands (a pinned factor; tests).
     pub fn set_load_factor(&self, factor: f64) {
-        self.load_factor.store(factor.to_bits(), Ordering::Relaxed);
+        self.set_load(LiveLoad::Fixed(factor));
     }
 
     /// The measured factor of the rule at `index` in `endpoints`, when the last cycle measured
@@ -143,7 +151,9 @@ impl ScaleFactors {
     pub fn measured_rule_load_factor(&self, index: usize, pattern: &PathPattern) -> Option<f64> {
         let rules = self.rule_load.load();
         match rules.get(index) {
-            Some(Some(rule)) if &rule.pattern == pattern => Some(rule.factor),
+            Some(Some(rule)) if &rule.pattern == pattern => {
+                Some(rule.load.factor(&self.thresholds.load()))
+            }
             _ => None,
         }
     }

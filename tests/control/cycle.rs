@@ -232,3 +232,26 @@ async fn only_the_policys_own_denials_count_in_denied_ratio() {
     assert_eq!(ratio("loaded"), 0.0);
     assert_eq!(ratio("spent"), 5.0 / 25.0);
 }
+
+#[tokio::test]
+async fn new_load_thresholds_apply_from_the_next_decision_not_the_next_cycle() {
+    let (engine, _clock) = engine(&without_model(EXAMPLE_POLICY));
+    let mut control = control(&engine, &[1.0, 1.0]);
+    assert_eq!(control.cycle().await.load_factor, 0.5);
+    assert_eq!(limit_of(&engine, "a", "/x", "free").await, 10);
+    // An operator halves the busy factor: the next decision has it, before any cycle.
+    let mut thresholds = engine.scale_factors().thresholds();
+    thresholds.load_high_factor = 0.25;
+    engine.scale_factors().set_thresholds(thresholds);
+    assert_eq!(engine.scale_factors().load_factor(), 0.25);
+    assert_eq!(limit_of(&engine, "b", "/x", "free").await, 5);
+    // A smoothed load of 1.0 is not above a `high` of 1.0, but within its margin: a busy host
+    // stays busy (hysteresis), read with the live thresholds too.
+    thresholds.load_high = 1.0;
+    engine.scale_factors().set_thresholds(thresholds);
+    assert_eq!(engine.scale_factors().load_factor(), 0.25);
+    // Loosened, the factor is back at once.
+    thresholds.load_high_factor = 1.0;
+    engine.scale_factors().set_thresholds(thresholds);
+    assert_eq!(limit_of(&engine, "c", "/x", "free").await, 20);
+}

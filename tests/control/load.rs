@@ -1,7 +1,8 @@
 //! Load factor: EWMA smoothing, hysteresis around both thresholds, the override, and CPU
 //! share from cgroup v2 and v1 quota files.
 
-use ratewarden::control::{Band, CgroupCpu, LoadController};
+use ratewarden::control::{CgroupCpu, LoadController};
+use ratewarden::engine::Band;
 use ratewarden::engine::Thresholds;
 
 fn thresholds() -> Thresholds {
