@@ -220,8 +220,6 @@ pub async fn put_thresholds(
     let _writes = scale.lock_writes();
     let next = patch.apply_to(scale.thresholds())?;
     scale.set_thresholds(next);
-    // The factor decisions now use, not the last cycle's.
-    state.engine.metrics().load_factor.set(scale.load_factor());
     let factor_override = next
         .load_factor_override
         .map_or("none".to_owned(), |f| f.to_string());
