@@ -70,16 +70,7 @@ mod tests {
     use super::*;
 
     fn thresholds() -> Thresholds {
-        Thresholds {
-            anomaly_threshold: 0.8,
-            anomaly_factor: 0.1,
-            anomaly_shadow: false,
-            load_high: 0.8,
-            load_low: 0.3,
-            load_high_factor: 0.5,
-            load_low_factor: 1.5,
-            load_factor_override: None,
-        }
+        Thresholds::default()
     }
 
     #[test]

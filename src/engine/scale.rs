@@ -27,6 +27,22 @@ pub struct Thresholds {
     pub load_factor_override: Option<f64>,
 }
 
+/// The values a policy that sets none of them has.
+impl Default for Thresholds {
+    fn default() -> Self {
+        Self {
+            anomaly_threshold: 0.8,
+            anomaly_factor: 0.1,
+            anomaly_shadow: false,
+            load_high: 0.8,
+            load_low: 0.3,
+            load_high_factor: 0.5,
+            load_low_factor: 1.5,
+            load_factor_override: None,
+        }
+    }
+}
+
 impl Thresholds {
     pub fn from_policy(policy: &Policy) -> Self {
         let a = &policy.adaptive;
@@ -147,15 +163,15 @@ impl ScaleFactors {
     }
 
     /// The measured factor of the rule at `index` in `endpoints`, when the last cycle measured
-    /// one for a rule of that pattern (a reload may have moved rules since).
+    /// one for a rule of that pattern: at that index, or elsewhere when a reload has moved the
+    /// rule since (patterns are unique within a policy).
     pub fn measured_rule_load_factor(&self, index: usize, pattern: &PathPattern) -> Option<f64> {
         let rules = self.rule_load.load();
-        match rules.get(index) {
-            Some(Some(rule)) if &rule.pattern == pattern => {
-                Some(rule.load.factor(&self.thresholds.load()))
-            }
-            _ => None,
-        }
+        let rule = match rules.get(index) {
+            Some(Some(rule)) if &rule.pattern == pattern => Some(rule),
+            _ => rules.iter().flatten().find(|rule| &rule.pattern == pattern),
+        }?;
+        Some(rule.load.factor(&self.thresholds.load()))
     }
 
     /// Replaces the rules' factors at once (one control cycle's result).
@@ -217,5 +233,32 @@ impl ScaleFactors {
         let mut sorted: Box<[(KeyHash, SubjectFeatures)]> = observed.into_iter().collect();
         sorted.sort_unstable_by_key(|(s, _)| *s);
         self.observed.store(Arc::new(sorted));
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_default_thresholds_are_those_of_a_policy_that_sets_none() {
+        let yaml = "default_tier: free\ntiers:\n  free:\n    limits: []\n";
+        let policy = Policy::from_yaml(yaml, std::path::Path::new(".")).expect("a policy");
+        assert_eq!(Thresholds::from_policy(&policy), Thresholds::default());
+    }
+
+    #[test]
+    fn a_rule_moved_by_a_reload_keeps_its_measured_factor() {
+        let scale = ScaleFactors::new(Thresholds::default());
+        let export = PathPattern::Prefix("/api/export".to_owned());
+        scale.publish_rule_load_factors(vec![Some(RuleLoadFactor {
+            pattern: export.clone(),
+            load: LiveLoad::Bounded(0.6),
+        })]);
+        assert_eq!(scale.measured_rule_load_factor(0, &export), Some(0.6));
+        // A rule inserted before it: the cycle's list still has it at 0 until the next cycle.
+        assert_eq!(scale.measured_rule_load_factor(1, &export), Some(0.6));
+        let other = PathPattern::Exact("/login".to_owned());
+        assert_eq!(scale.measured_rule_load_factor(0, &other), None);
     }
 }

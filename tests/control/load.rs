@@ -5,17 +5,9 @@ use ratewarden::control::{CgroupCpu, LoadController};
 use ratewarden::engine::Band;
 use ratewarden::engine::Thresholds;
 
+/// A policy's defaults: high 0.8, low 0.3, factors 0.5 and 1.5.
 fn thresholds() -> Thresholds {
-    Thresholds {
-        anomaly_threshold: 0.8,
-        anomaly_factor: 0.1,
-        anomaly_shadow: false,
-        load_high: 0.8,
-        load_low: 0.3,
-        load_high_factor: 0.5,
-        load_low_factor: 1.5,
-        load_factor_override: None,
-    }
+    Thresholds::default()
 }
 
 #[test]
