@@ -209,7 +209,9 @@ impl PrometheusLoad {
                     self.load = LoadController::default();
                 }
                 PrometheusReading {
-                    factor: self.load.factor(t),
+                    // The kept band judged again against `t`, as decisions read it: thresholds
+                    // may have changed since the last answer.
+                    factor: self.load.live().factor(t),
                     smoothed: self.load.smoothed(),
                     error: Some(error),
                 }

@@ -28,25 +28,6 @@ impl ScopeState {
         cpu: &LoadController,
         offline: bool,
     ) -> LoadReading {
-        let mut reading = self
-            .read_source(source, smoothing, thresholds, outcomes, cpu, offline)
-            .await;
-        // The factor decisions read (what the reading is made of, against these thresholds):
-        // the same as the source's own but while a Prometheus query fails and thresholds
-        // changed since its last answer, when the band is judged again.
-        reading.factor = reading.live.factor(thresholds);
-        reading
-    }
-
-    async fn read_source(
-        &mut self,
-        source: &LoadSource,
-        smoothing: f64,
-        thresholds: &Thresholds,
-        outcomes: IntervalOutcomes,
-        cpu: &LoadController,
-        offline: bool,
-    ) -> LoadReading {
         match source {
             // A replay: the Prometheus of the log's time cannot be asked.
             LoadSource::Prometheus(_) if offline => LoadReading {
