@@ -7,6 +7,7 @@
 mod common;
 
 use common::daemon::Daemon;
+use common::narrow_model::model_with_a_narrow_range;
 use serde_json::{Value, json};
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
@@ -160,25 +161,6 @@ fn a_human_paced_burst_of_twenty_requests_is_not_flagged_under_a_ten_second_wind
     assert_eq!(reader["flagged"], false, "{reader}");
     let weight = reader["explanation"]["evidence_weight"].as_f64().unwrap();
     assert!(weight < 0.5, "20 requests are weak evidence: {reader}");
-}
-
-/// The shipped model, with `ips_per_request` seen only up to 0.2 in training and weighed so
-/// heavily that a subject beyond it scores near 1.
-fn model_with_a_narrow_range(dir: &Path) -> PathBuf {
-    let mut model: Value =
-        serde_json::from_str(&std::fs::read_to_string(shipped_model()).unwrap()).unwrap();
-    let column = model["features"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .position(|f| f == "ips_per_request")
-        .unwrap();
-    model["preprocessing"]["high"][column] = json!(0.2);
-    model["parameters"]["weights"][column] = json!(40.0);
-    model["version"] = json!("logistic-narrowed");
-    let path = dir.join("narrow.json");
-    std::fs::write(&path, model.to_string()).unwrap();
-    path
 }
 
 #[test]

@@ -257,6 +257,48 @@ fn an_explanation_adds_up_to_the_scores_logit() {
 }
 
 #[test]
+fn asking_past_the_trained_demand_is_novel_and_its_own_second_signal() {
+    let model = shipped();
+    // A few refused requests of a huge cost among many small ones: each refusal adds one
+    // allowance to `limit_demand` (past the 46.54 seen in training), and the limits refused
+    // under 5 % of the requests. Asking that much is the limits' judgement: the score counts.
+    let features = Features {
+        limit_usage: 0.3,
+        denied_ratio: 48.0 / 1048.0,
+        endpoints_per_request: 0.1,
+        ips_per_request: 0.001,
+        auth_failure_ratio: 0.0,
+        not_found_ratio: 0.0,
+        other_client_error_ratio: 0.0,
+        interarrival_cv: 0.5,
+        client_error_ratio: 0.0,
+        address_spread: 0.001,
+        limit_demand: 48.3,
+    };
+    let assessed = model.assess(&SubjectFeatures {
+        features,
+        requests: 1048,
+    });
+    assert!(assessed.novel, "{assessed:?}");
+    assert!(
+        assessed.second_signal && assessed.score_counts(),
+        "{assessed:?}"
+    );
+    assert!(assessed.score > 0.99, "{assessed:?}");
+    // Novel elsewhere, asking less than the limits allow and refused under 5 %: no second signal.
+    let narrow = Features {
+        limit_demand: 0.9,
+        denied_ratio: 0.04,
+        ..features
+    };
+    let assessed = model.assess(&SubjectFeatures {
+        features: narrow,
+        requests: 1048,
+    });
+    assert!(!assessed.second_signal, "{assessed:?}");
+}
+
+#[test]
 fn few_requests_are_weak_evidence_whatever_the_features() {
     let model = shipped();
     let worst = Features {

@@ -3,7 +3,8 @@
 //! table matches a direct count over its per-request decisions and its plot is a PNG;
 //! malformed input is counted and reported, never a panic; bad inputs and settings are refused
 //! with exact messages; gzip and RFC 3339 times replay like plain lines; `load` denials only
-//! under a pinned load factor; an enumerator that pauses or sends in bursts stays flagged.
+//! under a pinned load factor; an enumerator that pauses or sends in bursts stays flagged; a novel
+//! subject that the novelty rule kept from a flag is listed with that reason.
 
 mod common;
 
@@ -36,3 +37,6 @@ mod upstream;
 
 #[path = "replay/evasion.rs"]
 mod evasion;
+
+#[path = "replay/novel.rs"]
+mod novel;

@@ -124,6 +124,22 @@ def tally(by_archetype):
     return "   ".join(parts)
 
 
+def frontier(by_archetype):
+    """How far the goals are at any threshold: the best abuse recall with no legitimate subject
+    flagged, and the fewest legitimate subjects flagged for a recall of 0.9."""
+    legit = np.array([v for pairs in by_archetype.values() for bad, v in pairs if not bad])
+    abusive = [np.array([v for bad, v in pairs if bad])
+               for pairs in by_archetype.values() if any(bad for bad, _ in pairs)]
+    if not abusive:
+        return "no abuse held out"
+    points = [(int((legit >= t).sum()), np.mean([(s >= t).mean() for s in abusive]))
+              for t in np.unique(np.concatenate([legit, *abusive]))]
+    best = max((recall for flagged, recall in points if flagged == 0), default=0.0)
+    fewest = min((flagged for flagged, recall in points if recall >= 0.9), default=None)
+    return (f"best abuse recall with 0 legitimate flagged {best:.3f}; "
+            f"fewest legitimate flagged for recall 0.9: {fewest}")
+
+
 def by_archetype(data, rows, score):
     out = {}
     for archetype in sorted(set(data["archetype"][rows])):
@@ -174,6 +190,7 @@ def main(argv):
         if with_archetypes:
             held_out = leave_one_archetype_out(train, names, make, rng)
             print("  leave one archetype out:", tally(held_out))
+            print("    at any threshold:", frontier(held_out))
             print("    at 0.8, per archetype:", ", ".join(
                 f"{a} {sum(v >= 0.8 for _, v in pairs)}/{len(pairs)}" for a, pairs in held_out.items()))
         fitted = fit(train, np.arange(len(train["abuse"])), names, make, rng)

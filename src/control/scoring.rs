@@ -4,7 +4,8 @@
 //! A subject whose features lie outside the range the model was trained on is *novel*: it is
 //! scored at the range's edge (the model never extrapolates) and its score alone flags
 //! nothing. It is flagged only when a second signal agrees: the policy's own limits, as
-//! written, denied at least [`SECOND_SIGNAL_DENIED_RATIO`] of its requests in the window.
+//! written, denied at least [`SECOND_SIGNAL_DENIED_RATIO`] of its requests in the window, or
+//! it asked at least [`SECOND_SIGNAL_DEMAND`] times what they allow over the window.
 
 use super::CycleOutcome;
 use super::flags::{FlagTracker, Scored};
@@ -14,7 +15,7 @@ use crate::features::{FEATURE_COUNT, FEATURE_NAMES, SubjectFeatures};
 use crate::limit::KeyHash;
 use crate::metrics::Metrics;
 use crate::model::Model;
-pub use crate::model::SECOND_SIGNAL_DENIED_RATIO;
+pub use crate::model::{SECOND_SIGNAL_DEMAND, SECOND_SIGNAL_DENIED_RATIO};
 use crate::policy::Policy;
 
 /// The `top_feature` label values of `ratewarden_flags_total`: a feature, or `none` when the

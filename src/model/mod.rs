@@ -130,6 +130,12 @@ pub struct Model {
 /// it: a signal that owes nothing to the model.
 pub const SECOND_SIGNAL_DENIED_RATIO: f64 = 0.05;
 
+/// Or what it must have asked of its limits over the window (`limit_demand`), in allowances:
+/// more than they allow is the limits' own judgement too. Without it a few refused requests of
+/// a huge `cost` (each adds at most one allowance) make a subject novel in `limit_demand`
+/// while its limits refused under 5 % of its requests, and asking more would end a flag.
+pub const SECOND_SIGNAL_DEMAND: f64 = 1.0;
+
 /// What the model says of one subject.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct Assessment {
@@ -137,7 +143,8 @@ pub struct Assessment {
     pub score: f64,
     /// Some feature lies outside the range the training data covered.
     pub novel: bool,
-    /// The policy's limits denied at least [`SECOND_SIGNAL_DENIED_RATIO`] of its requests.
+    /// The policy's limits denied at least [`SECOND_SIGNAL_DENIED_RATIO`] of its requests, or
+    /// it asked at least [`SECOND_SIGNAL_DEMAND`] times what they allow over the window.
     pub second_signal: bool,
 }
 
@@ -285,7 +292,8 @@ impl Model {
                 score.clamp(0.0, 1.0)
             },
             novel: self.is_novel(&observed.features),
-            second_signal: observed.features.denied_ratio >= SECOND_SIGNAL_DENIED_RATIO,
+            second_signal: observed.features.denied_ratio >= SECOND_SIGNAL_DENIED_RATIO
+                || observed.features.limit_demand >= SECOND_SIGNAL_DEMAND,
         }
     }
 

@@ -32,23 +32,23 @@ pub struct ReplayArgs {
     #[arg(long = "log", required = true)]
     pub logs: Vec<PathBuf>,
     /// The log format; `auto` decides per file by its first line.
-    #[arg(long, value_enum, default_value = "auto")]
+    #[arg(long, env = "RATEWARDEN_FORMAT", value_enum, default_value = "auto")]
     pub format: Format,
     /// Whom requests count against: `ip`, `user` or `header:NAME` [default: combined
     /// logs the address, JSON lines the user].
-    #[arg(long)]
+    #[arg(long, env = "RATEWARDEN_SUBJECT")]
     pub subject: Option<SubjectChoice>,
     /// Replay once per threshold value: `threshold=FROM:TO:STEP`.
-    #[arg(long)]
+    #[arg(long, env = "RATEWARDEN_SWEEP")]
     pub sweep: Option<Sweep>,
     /// Write everything the table shows (and more) as JSON.
-    #[arg(long)]
+    #[arg(long, env = "RATEWARDEN_REPORT")]
     pub report: Option<PathBuf>,
     /// Draw denials over time and the sweep curve as a PNG.
-    #[arg(long)]
+    #[arg(long, env = "RATEWARDEN_PLOT")]
     pub plot: Option<PathBuf>,
     /// Write every request's decision as a JSON line (every pass's, with a sweep).
-    #[arg(long)]
+    #[arg(long, env = "RATEWARDEN_DECISIONS")]
     pub decisions: Option<PathBuf>,
     /// Secret of the keyed hashes (a fixed one when unset). Scores depend on it a little: past
     /// eight addresses or paths, their distinct counts are estimated from the hashes.

@@ -193,7 +193,7 @@ impl<'t> Daemon<'t> {
             tally.scored(
                 standings
                     .iter()
-                    .filter_map(|(h, s)| Some((*by_hash.get(h)?, s.abuse_score))),
+                    .filter_map(|(h, s)| Some((*by_hash.get(h)?, s.abuse_score, s.novel))),
             );
         }
         if report.flagged > 0 || tally.any_flagged_now() {

@@ -6,6 +6,7 @@ pub mod daemon;
 pub mod flood;
 pub mod http;
 pub mod logs;
+pub mod narrow_model;
 pub mod on_error;
 pub mod prometheus;
 pub mod redis;

@@ -51,6 +51,9 @@ pub struct Tally {
     flags: HashMap<u32, Flag>,
     /// Each subject's highest score, `None` while it was never scored.
     scores: Vec<Option<f64>>,
+    /// Per subject, its highest score of the cycles where it was novel with no second signal
+    /// (the score alone flagged nothing).
+    novel_scores: Vec<Option<f64>>,
     scoring: Scoring,
     labels: LabelStats,
     labelled: bool,
@@ -75,6 +78,7 @@ impl Tally {
             per_subject: vec![(0, 0); traffic.subjects.len()],
             flags: HashMap::new(),
             scores: vec![None; traffic.subjects.len()],
+            novel_scores: vec![None; traffic.subjects.len()],
             scoring,
             labels: LabelStats::default(),
             labelled: false,
@@ -179,11 +183,17 @@ impl Tally {
         }
     }
 
-    /// Notes the scores of a control cycle (every subject scored, flagged or not).
-    pub fn scored(&mut self, scores: impl Iterator<Item = (u32, f64)>) {
-        for (subject, score) in scores {
-            let best = &mut self.scores[subject as usize];
+    /// Notes the scores of a control cycle (every subject scored, flagged or not), and whether
+    /// each subject was novel with no second signal.
+    pub fn scored(&mut self, scores: impl Iterator<Item = (u32, f64, bool)>) {
+        let higher = |best: &mut Option<f64>, score: f64| {
             *best = Some(best.map_or(score, |b| b.max(score)));
+        };
+        for (subject, score, novel) in scores {
+            higher(&mut self.scores[subject as usize], score);
+            if novel {
+                higher(&mut self.novel_scores[subject as usize], score);
+            }
         }
     }
 
@@ -237,7 +247,9 @@ impl Tally {
                 first_flagged: format_rfc3339(f.first),
                 first_flagged_after_s: f.first.saturating_sub(self.first) as f64 / 1e6,
                 episodes: f.episodes,
-                max_score: f.max_score,
+                // The subject's highest score of any cycle, flagged or not (one reached while
+                // novel flagged nothing, yet it is the top score).
+                max_score: self.scores[s as usize].map_or(f.max_score, |b| b.max(f.max_score)),
                 requests: self.per_subject[s as usize].0,
                 denied: self.per_subject[s as usize].1,
                 label: labels[s as usize],

@@ -11,6 +11,12 @@ impl Tally {
         let scoring = &self.scoring;
         match self.scores[s as usize] {
             _ if !scoring.model => "no model: nobody is scored".to_owned(),
+            Some(best) if self.novel_scores[s as usize].is_some_and(|n| n >= self.threshold) => {
+                format!(
+                    "highest score {best:.3}, reached while novel (outside the model's training \
+                     range) with no second signal: its score alone flags nothing"
+                )
+            }
             Some(best) => format!(
                 "highest score {best:.3}, below the threshold {}",
                 self.threshold
