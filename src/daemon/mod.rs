@@ -92,7 +92,7 @@ pub async fn run(
 ) -> Result<(), ServeError> {
     let system_clock = SystemClock::new();
     let (engine, metrics) = build_engine(&args, Arc::new(system_clock.clone())).await?;
-    let reloader = start_background_tasks(&args, &engine, &metrics, system_clock);
+    let (reloader, control) = start_background_tasks(&args, &engine, &metrics, system_clock);
     let local = listeners.http.local_addr().map_err(ServeError::Serve)?;
     let grpc = listeners.grpc.local_addr().map_err(ServeError::Serve)?;
     tracing::info!(%grpc, "grpc rate limit service up");
@@ -105,7 +105,9 @@ pub async fn run(
         admin_token: args.admin_token().map(Into::into),
         reloader: Some(Arc::new(reloader)),
     });
-    serve_until(listeners, app, engine, shutdown).await?;
+    let served = serve_until(listeners, app, engine, shutdown).await;
+    control.stop().await;
+    served?;
     tracing::info!("stopped");
     Ok(())
 }
@@ -145,6 +147,26 @@ async fn build_engine(
     Ok((Arc::new(engine), metrics))
 }
 
+/// The control loop's task, stopped and awaited before the runtime goes: a cycle still running
+/// on a blocking thread would otherwise start its next sleep on a runtime being shut down,
+/// which panics.
+struct ControlTask {
+    stop: tokio::sync::oneshot::Sender<()>,
+    task: tokio::task::JoinHandle<()>,
+}
+
+impl ControlTask {
+    async fn stop(self) {
+        let _ = self.stop.send(());
+        if tokio::time::timeout(SHUTDOWN_GRACE, self.task)
+            .await
+            .is_err()
+        {
+            tracing::warn!("the control loop still ran {SHUTDOWN_GRACE:?} after the stop signal");
+        }
+    }
+}
+
 /// The model, the policy watch, the control loop and the store sweep; the reloader is the
 /// admin API's too.
 fn start_background_tasks(
@@ -152,7 +174,7 @@ fn start_background_tasks(
     engine: &Arc<Engine>,
     metrics: &Arc<Metrics>,
     system_clock: SystemClock,
-) -> Reloader {
+) -> (Reloader, ControlTask) {
     // A missing or bad model does not stop the daemon: it limits without anomaly scaling
     // until the file appears (the watch below) or a reload loads it.
     let model = Arc::new(ModelSlot::new(metrics.clone()));
@@ -182,7 +204,13 @@ fn start_background_tasks(
     if let Some(factor) = args.pin_load_factor {
         control = control.with_pinned_load_factor(factor);
     }
-    tokio::spawn(control.run(std::future::pending()));
+    let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+    let control = ControlTask {
+        stop,
+        task: tokio::spawn(control.run(async {
+            let _ = stopped.await;
+        })),
+    };
     let sweeper = engine.clone();
     tokio::spawn(async move {
         let mut tick = tokio::time::interval(Duration::from_secs(1));
@@ -192,7 +220,7 @@ fn start_background_tasks(
             sweeper.store().sweep();
         }
     });
-    reloader
+    (reloader, control)
 }
 
 /// Serves HTTP and gRPC until `shutdown`; one signal stops both, and each then finishes the
