@@ -43,6 +43,8 @@ pub struct SubjectInspection {
     pub subject: KeyHash,
     pub tier: String,
     pub tier_source: TierSource,
+    /// What the tier store holds for the subject, whether or not the policy has that tier.
+    pub stored_tier: Option<String>,
     /// The endpoint rule as written in the policy (`default` for `default_endpoint`).
     pub endpoint_rule: String,
     pub abuse_score: Option<f64>,
@@ -143,6 +145,7 @@ impl<S: Store> Engine<S> {
             subject: plan.user,
             tier: tier.name.clone(),
             tier_source,
+            stored_tier: stored.map(|tier| tier.to_string()),
             endpoint_rule: resolved.rule().pattern.display(),
             abuse_score: plan.abuse_score,
             flagged: plan.flagged,

@@ -25,8 +25,34 @@ impl<S: Store> Engine<S> {
         stored_tier: Option<&str>,
         endpoint: EndpointChoice,
     ) -> Result<Plan, CheckError> {
+        if let (None, Some(stored)) = (request.tier, stored_tier) {
+            self.note_unknown_stored_tier(stored);
+        }
         let user = self.hasher.user(request.user);
         self.plan_as(user, request, stored_tier, endpoint)
+    }
+
+    /// Counts a decision whose stored tier the policy no longer has (a reload removed or
+    /// renamed it), and says so once per tier name: its subjects quietly getting the default
+    /// tier is what an operator who renamed a paid tier needs to hear about.
+    fn note_unknown_stored_tier(&self, stored: &str) {
+        let policy = self.policy();
+        if policy.tier_index(stored).is_some() {
+            return;
+        }
+        let counter = self
+            .metrics
+            .unknown_stored_tiers
+            .with_label_values(&[stored]);
+        if counter.get() == 0 {
+            let default = &policy.tiers[policy.default_tier].name;
+            tracing::warn!(
+                tier = stored,
+                "a subject's stored tier {stored:?} is not in the policy: its requests get \
+                 default_tier {default:?} (counted by ratewarden_unknown_stored_tier_total)"
+            );
+        }
+        counter.inc();
     }
 
     /// As [`Engine::plan`], for the subject `user` (already hashed) instead of the request's.

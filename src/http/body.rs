@@ -169,7 +169,7 @@ pub fn parse<T: DeserializeOwned>(bytes: &[u8]) -> Result<T, Problem> {
         let parent = parent(e.path());
         let inner = e.into_inner();
         if inner.is_syntax() || inner.is_eof() {
-            Problem::bad_request(format!("malformed JSON: {inner}"))
+            Problem::bad_request(format!("malformed JSON: {}", syntax(&inner)))
         } else if path == "." {
             Problem::bad_request(format!("invalid request: {}", plain(&inner)))
         } else if inner.to_string().starts_with("unknown field") {
@@ -183,8 +183,22 @@ pub fn parse<T: DeserializeOwned>(bytes: &[u8]) -> Result<T, Problem> {
         }
     })?;
     de.end()
-        .map_err(|e| Problem::bad_request(format!("malformed JSON: {e}")))?;
+        .map_err(|e| Problem::bad_request(format!("malformed JSON: {}", syntax(&e))))?;
     Ok(value.0)
+}
+
+/// serde_json's words for a syntax error, but for a lone UTF-16 surrogate (`"\ud800"`), which
+/// it reports as a broken escape ("unexpected end of hex escape").
+fn syntax(error: &serde_json::Error) -> String {
+    let text = error.to_string();
+    const SURROGATE: [&str; 2] = [
+        "unexpected end of hex escape",
+        "lone leading surrogate in hex escape",
+    ];
+    match SURROGATE.iter().find_map(|words| text.strip_prefix(words)) {
+        Some(at) => format!("a \\u escape is a lone UTF-16 surrogate, not a character{at}"),
+        None => text,
+    }
 }
 
 /// A derived struct read from a JSON object only. Serde's derived structs also accept an

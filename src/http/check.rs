@@ -3,6 +3,7 @@
 use super::AppState;
 use super::body::{Capped, JsonBody, MAX_BATCH_BODY_BYTES};
 use super::decision::{self, DecisionBody};
+use super::number::{NotInRange, whole_in};
 use super::problem::Problem;
 use crate::engine::{CheckError, CheckRequest, Cost, EndpointPath, MAX_COST, path_of};
 use axum::Json;
@@ -32,8 +33,8 @@ pub struct CheckBody {
     #[schema(example = "203.0.113.7")]
     pub ip: Option<String>,
     /// 1 to 1,000,000; default 1.
-    #[schema(minimum = 1, maximum = 1_000_000)]
-    pub cost: Option<i64>,
+    #[schema(value_type = Option<i64>, minimum = 1, maximum = 1_000_000)]
+    pub cost: Option<serde_json::Number>,
 }
 
 /// A check request whose every field is valid.
@@ -96,11 +97,19 @@ impl CheckBody {
     pub fn validate(self, at: &str) -> Result<ValidCheck, Problem> {
         let cost = match self.cost {
             None => Cost::ONE,
-            Some(n) => u64::try_from(n).ok().and_then(Cost::new).ok_or_else(|| {
-                Problem::bad_request(format!(
-                    "field `{at}cost` must be between 1 and {MAX_COST} (it is {n})"
-                ))
-            })?,
+            Some(n) => match whole_in(&n, 1..=u64::from(MAX_COST)).map(Cost::new) {
+                Ok(Some(cost)) => cost,
+                Err(NotInRange::NotWhole) => {
+                    return Err(Problem::bad_request(format!(
+                        "field `{at}cost` must be a whole number between 1 and {MAX_COST} (it is {n})"
+                    )));
+                }
+                Ok(None) | Err(NotInRange::OutOfRange) => {
+                    return Err(Problem::bad_request(format!(
+                        "field `{at}cost` must be between 1 and {MAX_COST} (it is {n})"
+                    )));
+                }
+            },
         };
         let user = required_text(self.user, &format!("{at}user"), MAX_USER_BYTES)?;
         let field = format!("{at}endpoint");

@@ -12,6 +12,7 @@ pub mod body;
 mod check;
 mod decision;
 mod health;
+mod number;
 pub mod problem;
 mod report;
 

@@ -87,6 +87,7 @@ pub struct Metrics {
     pub control_cycle_duration: Histogram,
     pub tier_cache_requests: IntCounterVec,
     pub tier_lookup_errors: IntCounter,
+    pub unknown_stored_tiers: IntCounterVec,
     pub config_reloads: IntCounterVec,
     pub model_info: IntGaugeVec,
     pub policy_file_refused: IntGauge,
@@ -164,6 +165,11 @@ const TIER_LOOKUP_ERRORS: Family = Family {
     name: "ratewarden_tier_lookup_errors_total",
     help: "Tier store lookups that failed; those requests got the default tier",
     labels: &[],
+};
+const UNKNOWN_STORED_TIERS: Family = Family {
+    name: "ratewarden_unknown_stored_tier_total",
+    help: "Decisions whose subject's stored tier (set through the admin API) the policy in force does not have, by that tier's name; those requests got default_tier",
+    labels: &["tier"],
 };
 const CONFIG_RELOADS: Family = Family {
     name: "ratewarden_config_reloads_total",
@@ -326,6 +332,7 @@ impl Metrics {
             store_errors: STORE_ERRORS.counter_vec(&registry),
             tier_cache_requests: TIER_CACHE_REQUESTS.counter_vec(&registry),
             tier_lookup_errors: TIER_LOOKUP_ERRORS.int_counter(&registry),
+            unknown_stored_tiers: UNKNOWN_STORED_TIERS.counter_vec(&registry),
             config_reloads: CONFIG_RELOADS.counter_vec(&registry),
             reports: REPORTS.counter_vec(&registry),
             envoy_unmatched: ENVOY_UNMATCHED.counter_vec(&registry),

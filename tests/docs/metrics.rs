@@ -159,15 +159,38 @@ fn served_metrics() -> (BTreeSet<String>, BTreeSet<String>) {
             .expect("a descriptor without a subject passes");
     });
 
-    // 256 shards of one key each: a batch of 1000 new users overflows some of them.
+    // 256 shards of one key each: a batch of 1000 new users overflows some of them. First a
+    // stored tier that a reload then removes (decisions under a tier the policy lost).
     let dir = tempfile::tempdir().unwrap();
     let tiny = dir.path().join("tiny.yaml");
-    std::fs::write(
-        &tiny,
-        "store: { max_keys: 1 }\ndefault_tier: free\ntiers:\n  free:\n    limits: [ { name: hourly, algorithm: fixed_window, requests: 10, window: 1h } ]\n",
-    )
-    .unwrap();
-    let full = Daemon::start(&tiny, &[]);
+    let tier = |name: &str| {
+        format!(
+            "  {name}:\n    limits: [ {{ name: hourly, algorithm: fixed_window, requests: 10, window: 1h }} ]\n"
+        )
+    };
+    let policy =
+        |tiers: &str| format!("store: {{ max_keys: 1 }}\ndefault_tier: free\ntiers:\n{tiers}");
+    std::fs::write(&tiny, policy(&(tier("free") + &tier("pro")))).unwrap();
+    let full = Daemon::start(&tiny, &[("RATEWARDEN_ADMIN_TOKEN", ADMIN_TOKEN)]);
+    let admin = |method: &str, path: &str, body: &str| {
+        let (status, _, text) = full.request(
+            method,
+            path,
+            &[
+                ("Authorization", &bearer),
+                ("Content-Type", "application/json"),
+            ],
+            body,
+        );
+        assert_eq!(status, 200, "{method} {path}: {text}");
+    };
+    admin("PUT", "/v1/admin/subjects/docs-t/tier", r#"{"tier":"pro"}"#);
+    std::fs::write(&tiny, policy(&tier("free"))).unwrap();
+    admin("POST", "/v1/admin/reload", "");
+    assert_eq!(
+        post(&full, "/v1/check", r#"{"user":"docs-t","endpoint":"/x"}"#),
+        200
+    );
     let items: Vec<String> = (0..1000)
         .map(|i| format!(r#"{{"user":"docs-{i}","endpoint":"/x"}}"#))
         .collect();

@@ -155,6 +155,18 @@ async fn allowlisting_needs_a_ttl_in_range_and_a_hash_must_be_32_hex_digits() {
             r#"{"ttl_seconds": 2592001}"#,
             "field `ttl_seconds` must be 1 to 2592000 (30 days), not 2592001",
         ),
+        (
+            r#"{"ttl_seconds": -1}"#,
+            "field `ttl_seconds` must be 1 to 2592000 (30 days), not -1",
+        ),
+        (
+            r#"{"ttl_seconds": 1.5}"#,
+            "field `ttl_seconds` must be a whole number of seconds, 1 to 2592000 (30 days), not 1.5",
+        ),
+        (
+            r#"{"ttl_seconds": 99999999999999999999}"#,
+            "field `ttl_seconds` must be 1 to 2592000 (30 days), not 1e+20",
+        ),
     ] {
         let reply = admin(&h.app, Method::PUT, uri, Some(body)).await;
         reply.assert_problem(StatusCode::BAD_REQUEST, detail);

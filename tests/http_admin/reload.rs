@@ -9,21 +9,23 @@ use ratewarden::reload::Reloader;
 use serde_json::{Value, json};
 use std::sync::Arc;
 
-#[tokio::test]
-async fn reload_swaps_a_valid_policy_and_refuses_a_broken_one_keeping_the_old() {
+/// An app over `POLICY` whose admin reload reads `path`, a copy of it in `dir`.
+fn reloadable() -> (tempfile::TempDir, std::path::PathBuf, axum::Router) {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("policy.yaml");
     std::fs::write(&path, POLICY).unwrap();
     let (engine, _clock) = engine(POLICY);
-    let app = app(
-        &engine,
-        Some(TOKEN),
-        Some(Reloader::new(
-            path.clone(),
-            engine.clone(),
-            Arc::new(ModelSlot::new(engine.metrics().clone())),
-        )),
+    let reloader = Reloader::new(
+        path.clone(),
+        engine.clone(),
+        Arc::new(ModelSlot::new(engine.metrics().clone())),
     );
+    (dir, path, app(&engine, Some(TOKEN), Some(reloader)))
+}
+
+#[tokio::test]
+async fn reload_swaps_a_valid_policy_and_refuses_a_broken_one_keeping_the_old() {
+    let (dir, path, app) = reloadable();
 
     // A live override is reset by the reload (the file is the source of truth).
     admin(
@@ -131,5 +133,48 @@ async fn reload_without_a_policy_file_is_404() {
     reply.assert_problem(
         StatusCode::NOT_FOUND,
         "no policy file to reload (the daemon was not started from one)",
+    );
+}
+
+#[tokio::test]
+async fn a_body_sent_to_a_route_that_reads_none_is_refused_and_nothing_happens() {
+    let (_dir, path, app) = reloadable();
+    admin(
+        &app,
+        Method::PUT,
+        "/v1/admin/thresholds",
+        Some(r#"{"load_factor_override": 0.5}"#),
+    )
+    .await;
+    std::fs::write(&path, POLICY.replace("burst: 20", "burst: 30")).unwrap();
+    for (method, uri) in [
+        (Method::POST, "/v1/admin/reload"),
+        (Method::GET, "/v1/admin/thresholds"),
+        (Method::GET, "/v1/admin/flagged"),
+        (Method::GET, "/v1/admin/subjects/frank"),
+        (Method::DELETE, "/v1/admin/subjects/frank/flag"),
+        (Method::DELETE, "/v1/admin/subjects/frank/allowlist"),
+    ] {
+        let reply = admin(&app, method.clone(), uri, Some(r#"{"dry_run":true}"#)).await;
+        reply.assert_problem(
+            StatusCode::BAD_REQUEST,
+            "this route takes no request body (the request has 16 bytes)",
+        );
+        // Without a token it is still a 401: the body is read only for an operator.
+        let reply = crate::harness::send(&app, method, uri, None, Some("{}")).await;
+        assert_eq!(
+            reply.status,
+            StatusCode::UNAUTHORIZED,
+            "{uri}: {}",
+            reply.text
+        );
+    }
+    // The reload did not happen: the live override stays and the file was not read.
+    let thresholds = admin(&app, Method::GET, "/v1/admin/thresholds", None).await;
+    assert_eq!(thresholds.json["load_factor_override"], json!(0.5));
+    let d = check(&app, "frank", "/anywhere").await;
+    assert_eq!(
+        d["limit"], 10,
+        "burst 20 at the override's 0.5, not the file's 30"
     );
 }

@@ -27,6 +27,7 @@ async fn subject_view_shows_base_effective_and_exact_usage_without_the_raw_id() 
         "subject": h.engine.hasher().user(user).to_string(),
         "tier": "free",
         "tier_source": "default",
+        "stored_tier": null,
         "endpoint_rule": "default",
         "abuse_score": null,
         "flagged": false,

@@ -1,10 +1,13 @@
 //! `PUT /v1/admin/subjects/{user}/tier`: a stored tier is used by the next check and removed
 //! by `null`; bad bodies store nothing; a subject can be named by its hash, as the flagged list
-//! shows it, in this route and the subject view.
+//! shows it, in this route and the subject view; a stored tier a reload removed is counted and
+//! shown while the default tier applies.
 
-use crate::harness::{TOKEN, admin, check, check_with, harness};
+use crate::harness::{POLICY, TOKEN, admin, check, check_with, harness};
 use axum::http::{Method, StatusCode};
+use ratewarden::policy::Policy;
 use serde_json::json;
+use std::path::Path;
 
 #[tokio::test]
 async fn stored_tier_is_set_used_and_removed() {
@@ -132,4 +135,60 @@ async fn a_subject_named_by_its_hash_gets_its_tier_and_its_view() {
         "with hashed=true the path must be a subject hash of 32 hex digits, not \"frank\"",
     );
     assert_eq!(h.engine.stored_tier(user).await.as_deref(), Some("pro"));
+}
+
+#[tokio::test]
+async fn a_stored_tier_a_reload_removed_gets_the_default_tier_is_counted_and_shown() {
+    let h = harness(Some(TOKEN));
+    let uri = "/v1/admin/subjects/gina@example.com/tier";
+    let reply = admin(&h.app, Method::PUT, uri, Some(r#"{"tier": "pro"}"#)).await;
+    assert_eq!(reply.status, StatusCode::OK, "{}", reply.text);
+
+    // The reload renames `pro`: the stored name is kept, and the default tier applies.
+    let renamed = POLICY.replace("  pro:", "  premium:");
+    h.engine
+        .reload(Policy::from_yaml(&renamed, Path::new(".")).expect("valid"));
+    let d = check(&h.app, "gina@example.com", "/anywhere").await;
+    assert_eq!(d["policy"], "tier:free/burst");
+    check(&h.app, "gina@example.com", "/anywhere").await;
+    let counted = |metrics: &str| {
+        metrics
+            .lines()
+            .find(|l| l.starts_with("ratewarden_unknown_stored_tier_total{tier=\"pro\"}"))
+            .map(str::to_owned)
+    };
+    assert_eq!(
+        counted(&h.engine.metrics().render()).as_deref(),
+        Some("ratewarden_unknown_stored_tier_total{tier=\"pro\"} 2")
+    );
+    let view = admin(
+        &h.app,
+        Method::GET,
+        "/v1/admin/subjects/gina@example.com",
+        None,
+    )
+    .await;
+    assert_eq!(
+        (
+            &view.json["tier"],
+            &view.json["tier_source"],
+            &view.json["stored_tier"]
+        ),
+        (&json!("free"), &json!("default"), &json!("pro"))
+    );
+    // The view is not a decision: it counts nothing.
+    assert_eq!(
+        counted(&h.engine.metrics().render()).as_deref(),
+        Some("ratewarden_unknown_stored_tier_total{tier=\"pro\"} 2")
+    );
+
+    // The tier back in the policy: the subject has it again, and nothing more is counted.
+    h.engine
+        .reload(Policy::from_yaml(POLICY, Path::new(".")).expect("valid"));
+    let d = check(&h.app, "gina@example.com", "/anywhere").await;
+    assert_eq!(d["policy"], "tier:pro/hourly");
+    assert_eq!(
+        counted(&h.engine.metrics().render()).as_deref(),
+        Some("ratewarden_unknown_stored_tier_total{tier=\"pro\"} 2")
+    );
 }

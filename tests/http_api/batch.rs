@@ -109,7 +109,7 @@ async fn a_bad_batch_is_400_and_consumes_nothing() {
         ),
         (
             json!({"requests": [item, item, {"user": "z", "endpoint": "/api/export", "cost": "2"}]}),
-            "field `requests[2].cost`: invalid type: string \"2\", expected an integer",
+            "field `requests[2].cost`: invalid type: string \"2\", expected a JSON number",
         ),
         (
             json!({"requests": [item, {"user": "z", "endpoint": "/x", "tier": "gold"}, item]}),

@@ -60,6 +60,15 @@ async fn every_malformed_request_is_a_4xx_that_names_the_problem() {
             "malformed JSON: EOF while parsing a value at line 1 column 9".into(),
         ),
         (
+            "lone surrogate",
+            json_ct,
+            r#"{"user": "\ud800", "endpoint": "/x"}"#.into(),
+            400,
+            "malformed JSON: a \\u escape is a lone UTF-16 surrogate, not a character at line 1 \
+             column 17"
+                .into(),
+        ),
+        (
             "trailing",
             json_ct,
             format!("{} x", ok(json!({}))),
@@ -155,14 +164,28 @@ async fn every_malformed_request_is_a_4xx_that_names_the_problem() {
             json_ct,
             ok(json!({"cost": 1.5})),
             400,
-            "field `cost`: invalid type: floating point `1.5`, expected an integer".into(),
+            "field `cost` must be a whole number between 1 and 1000000 (it is 1.5)".into(),
+        ),
+        (
+            "cost past every integer type",
+            json_ct,
+            ok(json!({"cost": 9_223_372_036_854_775_808u64})),
+            400,
+            "field `cost` must be between 1 and 1000000 (it is 9223372036854775808)".into(),
+        ),
+        (
+            "cost 1e23",
+            json_ct,
+            ok(json!({"cost": 1e23})),
+            400,
+            "field `cost` must be between 1 and 1000000 (it is 1e+23)".into(),
         ),
         (
             "cost \"1\"",
             json_ct,
             ok(json!({"cost": "1"})),
             400,
-            "field `cost`: invalid type: string \"1\", expected an integer".into(),
+            "field `cost`: invalid type: string \"1\", expected a JSON number".into(),
         ),
         (
             "bad ip",

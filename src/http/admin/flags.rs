@@ -7,11 +7,12 @@
 //! or with `?hashed=true` by the keyed hash the list shows (the daemon knows no other name).
 
 use super::subject_name::{SubjectName, named_subject};
-use super::{Admin, no_params, query_problem};
+use super::{Admin, NoBody, no_params, query_problem};
 use crate::clock::Micros;
 use crate::engine::FlaggedSubject;
 use crate::http::AppState;
 use crate::http::body::JsonBody;
+use crate::http::number::{NotInRange, whole_in};
 use crate::http::problem::Problem;
 use crate::limit::KeyHash;
 use axum::Json;
@@ -88,7 +89,7 @@ pub struct FlaggedList {
     security(("bearer" = [])),
     responses(
         (status = 200, description = "The subjects flagged now", body = FlaggedList),
-        (status = 400, description = "A query string: the route takes no parameters", body = Problem, content_type = "application/problem+json"),
+        (status = 400, description = "A query string or a body: the route takes neither", body = Problem, content_type = "application/problem+json"),
         (status = 401, description = "Missing or wrong token", body = Problem, content_type = "application/problem+json"),
         (status = 404, description = "The admin API is disabled", body = Problem, content_type = "application/problem+json"),
     )
@@ -97,6 +98,7 @@ pub async fn flagged(
     _: Admin,
     State(state): State<AppState>,
     RawQuery(query): RawQuery,
+    _: NoBody,
 ) -> Result<Json<FlaggedList>, Problem> {
     no_params(query.as_deref())?;
     let model = state.reloader.as_ref().map(|r| r.model().clone());
@@ -146,7 +148,7 @@ pub struct Cleared {
     params(("user" = String, Path, description = "The user id, or its hash with hashed=true"), SubjectName),
     responses(
         (status = 200, description = "Cleared (or was not flagged)", body = Cleared),
-        (status = 400, description = "An invalid user or hash", body = Problem, content_type = "application/problem+json"),
+        (status = 400, description = "An invalid user or hash, or a body (the route takes none)", body = Problem, content_type = "application/problem+json"),
         (status = 401, description = "Missing or wrong token", body = Problem, content_type = "application/problem+json"),
         (status = 404, description = "The admin API is disabled", body = Problem, content_type = "application/problem+json"),
     )
@@ -156,6 +158,7 @@ pub async fn clear_flag(
     State(state): State<AppState>,
     Path(user): Path<String>,
     query: Result<Query<SubjectName>, QueryRejection>,
+    _: NoBody,
 ) -> Result<Json<Cleared>, Problem> {
     let subject = subject(&state, &user, query)?;
     let cleared = state.engine.clear_flag(subject);
@@ -171,7 +174,8 @@ pub async fn clear_flag(
 pub struct AllowlistBody {
     /// Seconds, 1 to 2592000 (30 days).
     #[schema(example = 3600)]
-    pub ttl_seconds: Option<u64>,
+    #[schema(value_type = Option<u64>, minimum = 1, maximum = 2_592_000)]
+    pub ttl_seconds: Option<serde_json::Number>,
 }
 
 /// A subject's allowlisting.
@@ -209,11 +213,20 @@ pub async fn put_allowlist(
     JsonBody(body): JsonBody<AllowlistBody>,
 ) -> Result<Json<Allowlisted>, Problem> {
     let subject = subject(&state, &user, query)?;
-    let ttl = match body.ttl_seconds {
-        Some(ttl) if (1..=MAX_TTL_SECONDS).contains(&ttl) => Duration::from_secs(ttl),
-        Some(ttl) => {
+    let ttl = match body
+        .ttl_seconds
+        .map(|n| (whole_in(&n, 1..=MAX_TTL_SECONDS), n))
+    {
+        Some((Ok(ttl), _)) => Duration::from_secs(ttl),
+        Some((Err(NotInRange::OutOfRange), ttl)) => {
             return Err(Problem::bad_request(format!(
                 "field `ttl_seconds` must be 1 to {MAX_TTL_SECONDS} (30 days), not {ttl}"
+            )));
+        }
+        Some((Err(NotInRange::NotWhole), ttl)) => {
+            return Err(Problem::bad_request(format!(
+                "field `ttl_seconds` must be a whole number of seconds, 1 to {MAX_TTL_SECONDS} \
+                 (30 days), not {ttl}"
             )));
         }
         None => {
@@ -237,7 +250,7 @@ pub async fn put_allowlist(
     params(("user" = String, Path, description = "The user id, or its hash with hashed=true"), SubjectName),
     responses(
         (status = 200, description = "Removed (or was not allowlisted)", body = Allowlisted),
-        (status = 400, description = "An invalid user or hash", body = Problem, content_type = "application/problem+json"),
+        (status = 400, description = "An invalid user or hash, or a body (the route takes none)", body = Problem, content_type = "application/problem+json"),
         (status = 401, description = "Missing or wrong token", body = Problem, content_type = "application/problem+json"),
         (status = 404, description = "The admin API is disabled", body = Problem, content_type = "application/problem+json"),
     )
@@ -247,6 +260,7 @@ pub async fn delete_allowlist(
     State(state): State<AppState>,
     Path(user): Path<String>,
     query: Result<Query<SubjectName>, QueryRejection>,
+    _: NoBody,
 ) -> Result<Json<Allowlisted>, Problem> {
     let subject = subject(&state, &user, query)?;
     let removed = state.engine.remove_from_allowlist(subject);

@@ -20,7 +20,7 @@ use super::check::MAX_USER_BYTES;
 use super::problem::Problem;
 use crate::store::StoreError;
 use axum::extract::rejection::QueryRejection;
-use axum::extract::{FromRequestParts, MatchedPath};
+use axum::extract::{FromRequest, FromRequestParts, MatchedPath, Request};
 use axum::http::request::Parts;
 use axum::http::{HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
@@ -189,6 +189,26 @@ fn no_params(query: Option<&str>) -> Result<(), Problem> {
     Err(Problem::bad_request(format!(
         "query string: this route takes no parameters (the request has `{shown}{more}`)"
     )))
+}
+
+/// The body of a route that takes none: empty, else a 400, for the reason of [`no_params`]
+/// (`{"dry_run": true}` posted to the reload route must not reload). Last among a handler's
+/// extractors, so a missing token is still a 401.
+pub(super) struct NoBody;
+
+impl<S: Send + Sync> FromRequest<S> for NoBody {
+    type Rejection = Problem;
+
+    async fn from_request(request: Request, _: &S) -> Result<Self, Problem> {
+        match axum::body::to_bytes(request.into_body(), usize::MAX).await {
+            Ok(body) if body.is_empty() => Ok(NoBody),
+            Ok(body) => Err(Problem::bad_request(format!(
+                "this route takes no request body (the request has {} bytes)",
+                body.len()
+            ))),
+            Err(_) => Err(Problem::bad_request("this route takes no request body")),
+        }
+    }
 }
 
 /// A query string the route cannot read, as a 400 in our words (axum's start with "Failed to

@@ -3,7 +3,7 @@
 //! Signals and file watching cover an operator on the host; this covers one who only has the
 //! API, and answers with every error of a refused file instead of only logging them.
 
-use super::{Admin, no_params};
+use super::{Admin, NoBody, no_params};
 use crate::http::AppState;
 use crate::http::problem::Problem;
 use crate::reload::ReloadError;
@@ -25,7 +25,7 @@ pub struct Reloaded {
     security(("bearer" = [])),
     responses(
         (status = 200, description = "Reloaded", body = Reloaded),
-        (status = 400, description = "A query string: the route takes no parameters", body = Problem, content_type = "application/problem+json"),
+        (status = 400, description = "A query string or a body: the route takes neither", body = Problem, content_type = "application/problem+json"),
         (status = 401, description = "Missing or wrong token", body = Problem, content_type = "application/problem+json"),
         (status = 404, description = "The admin API is disabled, or there is no policy file", body = Problem, content_type = "application/problem+json"),
         (status = 422, description = "The policy file was refused (`errors` lists every error; the policy in force stays), or the policy was reloaded and its model refused (`policy_reloaded: true`)", body = Problem, content_type = "application/problem+json"),
@@ -35,6 +35,7 @@ pub async fn reload(
     _: Admin,
     State(state): State<AppState>,
     RawQuery(query): RawQuery,
+    _: NoBody,
 ) -> Result<Json<Reloaded>, Problem> {
     no_params(query.as_deref())?;
     let Some(reloader) = state.reloader.clone() else {

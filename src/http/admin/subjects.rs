@@ -5,7 +5,7 @@
 
 use super::flags::rfc3339;
 use super::subject_name::named_subject;
-use super::{Admin, query_problem, store_problem};
+use super::{Admin, NoBody, query_problem, store_problem};
 use crate::engine::{
     InspectError, LimitUsage, SubjectInspection, SubjectQuery, TierSource, path_of,
 };
@@ -51,9 +51,14 @@ pub struct SubjectView {
     /// The tier in force.
     #[schema(example = "free")]
     pub tier: String,
-    /// `stored` (from the tier store) or `default` (the policy's default tier).
+    /// `stored` (from the tier store), `default` (the policy's default tier) or `query`
+    /// (named by `?tier=`).
     #[schema(example = "default")]
     pub tier_source: &'static str,
+    /// The tier the tier store holds for the subject, null when none: it differs from `tier`
+    /// when a reload removed or renamed the stored tier (the default tier applies then).
+    #[schema(example = json!(null))]
+    pub stored_tier: Option<String>,
     /// The endpoint rule whose limits are listed, as written in the policy (`default` for
     /// `default_endpoint`).
     #[schema(example = "/api/search")]
@@ -169,7 +174,7 @@ pub struct LimitView {
     ),
     responses(
         (status = 200, description = "The subject's view", body = SubjectView),
-        (status = 400, description = "An invalid user, endpoint or ip", body = Problem, content_type = "application/problem+json"),
+        (status = 400, description = "An invalid user, endpoint or ip, or a body (the route takes none)", body = Problem, content_type = "application/problem+json"),
         (status = 401, description = "Missing or wrong token", body = Problem, content_type = "application/problem+json"),
         (status = 404, description = "The admin API is disabled", body = Problem, content_type = "application/problem+json"),
         (status = 503, description = "The store is unavailable", body = Problem, content_type = "application/problem+json"),
@@ -180,6 +185,7 @@ pub async fn subject(
     State(state): State<AppState>,
     Path(user): Path<String>,
     query: Result<Query<SubjectParams>, QueryRejection>,
+    _: NoBody,
 ) -> Result<Json<SubjectView>, Problem> {
     let Query(query) = query.map_err(query_problem)?;
     let subject = named_subject(&state, &user, query.hashed)?;
@@ -250,6 +256,7 @@ impl From<SubjectInspection> for SubjectView {
                 TierSource::Default => "default",
                 TierSource::Query => "query",
             },
+            stored_tier: i.stored_tier,
             endpoint_rule: i.endpoint_rule,
             abuse_score: i.abuse_score,
             flagged: i.flagged,

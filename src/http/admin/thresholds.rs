@@ -4,7 +4,7 @@
 //! `load_low` and `load_high` together is judged on where both end up, and a refused one
 //! changes nothing.
 
-use super::{Admin, no_params, present};
+use super::{Admin, NoBody, no_params, present};
 use crate::engine::Thresholds;
 use crate::http::AppState;
 use crate::http::body::JsonBody;
@@ -178,7 +178,7 @@ fn check(ok: bool, detail: String) -> Result<(), Problem> {
     security(("bearer" = [])),
     responses(
         (status = 200, description = "The live tuning values", body = ThresholdsBody),
-        (status = 400, description = "A query string: the route takes no parameters", body = Problem, content_type = "application/problem+json"),
+        (status = 400, description = "A query string or a body: the route takes neither", body = Problem, content_type = "application/problem+json"),
         (status = 401, description = "Missing or wrong token", body = Problem, content_type = "application/problem+json"),
         (status = 404, description = "The admin API is disabled", body = Problem, content_type = "application/problem+json"),
     )
@@ -187,6 +187,7 @@ pub async fn get_thresholds(
     _: Admin,
     State(state): State<AppState>,
     RawQuery(query): RawQuery,
+    _: NoBody,
 ) -> Result<Json<ThresholdsBody>, Problem> {
     no_params(query.as_deref())?;
     Ok(Json(state.engine.scale_factors().thresholds().into()))
