@@ -11,6 +11,7 @@ use super::{ModelError, ModelKind};
 use crate::features::FEATURE_NAMES;
 use crate::files::refuse_replacing;
 use crate::policy::Policy;
+use clap::builder::BoolishValueParser;
 use indicatif::{ProgressBar, ProgressStyle};
 use std::io::BufReader;
 use std::path::{Path, PathBuf};
@@ -19,55 +20,55 @@ use std::time::Duration;
 #[derive(Debug, Clone, clap::Args)]
 pub struct TrainArgs {
     /// Labelled (for `logistic`) or unlabelled jsonl traffic.
-    #[arg(long)]
+    #[arg(long, env = "RATEWARDEN_DATA")]
     pub data: PathBuf,
     /// `logistic` (supervised) or `gmm` (unsupervised Gaussian mixture).
-    #[arg(long, default_value = "logistic")]
+    #[arg(long, env = "RATEWARDEN_KIND", default_value = "logistic")]
     pub kind: ModelKind,
     /// Where to write the model. No default: a running daemon watching its model file loads a
     /// new one at once, so the place is always named.
-    #[arg(long)]
+    #[arg(long, env = "RATEWARDEN_OUT")]
     pub out: PathBuf,
     /// Overwrite `--out` (and `--samples-out`) when it exists.
-    #[arg(long)]
+    #[arg(long, env = "RATEWARDEN_FORCE", value_parser = BoolishValueParser::new())]
     pub force: bool,
     /// The policy whose limits decide the requests and whose `adaptive` settings sample
     /// the features [default: ./ratewarden.yaml, else the policy shipped with ratewarden].
     #[arg(long, env = "RATEWARDEN_POLICY")]
     pub policy: Option<PathBuf>,
     /// Seed of the subject split (and of the mixture's subsample).
-    #[arg(long, default_value_t = 1)]
+    #[arg(long, env = "RATEWARDEN_SEED", default_value_t = 1)]
     pub seed: u64,
     /// Threshold of the reported precision and recall [default: the policy's
     /// `anomaly.threshold`].
-    #[arg(long)]
+    #[arg(long, env = "RATEWARDEN_THRESHOLD")]
     pub threshold: Option<f64>,
     /// Gaussians in a `gmm` model (1 to 16).
-    #[arg(long, default_value_t = 4, value_parser = component_count)]
+    #[arg(long, env = "RATEWARDEN_COMPONENTS", default_value_t = 4, value_parser = component_count)]
     pub components: usize,
     /// Also weigh pairs of features (`x_i · x_j`) in a `logistic` model: it can then tell
     /// combinations apart, and extrapolates more boldly from them.
-    #[arg(long)]
+    #[arg(long, env = "RATEWARDEN_PAIRS", value_parser = BoolishValueParser::new())]
     pub pairs: bool,
     /// A feature the model is fitted without (weight 0; it never makes a subject novel);
     /// may be given several times.
-    #[arg(long, value_name = "FEATURE", value_parser = feature_index)]
+    #[arg(long, env = "RATEWARDEN_IGNORE_FEATURE", value_name = "FEATURE", value_parser = feature_index)]
     pub ignore_feature: Vec<usize>,
     /// Also fit one model per archetype of the data without that archetype, and report how
     /// it scores the one left out (one more fit per archetype).
-    #[arg(long)]
+    #[arg(long, env = "RATEWARDEN_LEAVE_ONE_ARCHETYPE_OUT", value_parser = BoolishValueParser::new())]
     pub leave_one_archetype_out: bool,
     /// Traffic never used for fitting (say, `simulate` with other seeds) to score per
     /// archetype; may be given several times.
-    #[arg(long, value_name = "JSONL")]
+    #[arg(long, env = "RATEWARDEN_EVALUATE_ON", value_name = "JSONL")]
     pub evaluate_on: Vec<PathBuf>,
     /// Write the held-out reliability diagram to this PNG.
-    #[arg(long, value_name = "PNG")]
+    #[arg(long, env = "RATEWARDEN_RELIABILITY_PLOT", value_name = "PNG")]
     pub reliability_plot: Option<PathBuf>,
     /// Also write every feature sample of `--data` (a subject's features at one sampling
     /// instant, its archetype, label and requests) to this file as JSON lines, to fit other
     /// models on.
-    #[arg(long, value_name = "JSONL")]
+    #[arg(long, env = "RATEWARDEN_SAMPLES_OUT", value_name = "JSONL")]
     pub samples_out: Option<PathBuf>,
 }
 

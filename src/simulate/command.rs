@@ -10,16 +10,16 @@ use std::time::Duration;
 #[derive(Debug, Clone, clap::Args)]
 pub struct SimulateArgs {
     /// The jsonl file to write.
-    #[arg(long)]
+    #[arg(long, env = "RATEWARDEN_OUT")]
     pub out: PathBuf,
     /// The same seed writes the same traffic.
-    #[arg(long, default_value_t = 1)]
+    #[arg(long, env = "RATEWARDEN_SEED", default_value_t = 1)]
     pub seed: u64,
     /// Simulated time span.
-    #[arg(long, default_value = "1h", value_parser = time_span)]
+    #[arg(long, env = "RATEWARDEN_DURATION", default_value = "1h", value_parser = time_span)]
     pub duration: Duration,
     /// Simulated subjects (users), 13 % of them abusive.
-    #[arg(long, default_value_t = 2000, value_parser = subject_count)]
+    #[arg(long, env = "RATEWARDEN_SUBJECTS", default_value_t = 2000, value_parser = subject_count)]
     pub subjects: usize,
 }
 

@@ -64,6 +64,30 @@ fn the_cli_reference_lists_exactly_the_flags_of_each_command() {
             long_flags(&options),
             "docs/reference/cli.md, section {command}, against `ratewarden {command} --help`"
         );
+        // The contract: every flag also reads `RATEWARDEN_<FLAG>` (but `replay --log`, whose
+        // variable is the log filter), and the section names each variable.
+        for line in help
+            .lines()
+            .map(str::trim_start)
+            .filter(|l| l.starts_with("--"))
+        {
+            let flag = line.split([' ', ',']).next().unwrap_or_default();
+            if ["--help", "--version"].contains(&flag) || (command == "replay" && flag == "--log") {
+                continue;
+            }
+            let variable = format!("RATEWARDEN_{}", flag[2..].to_uppercase().replace('-', "_"));
+            let described = help
+                .split("\n      --")
+                .find(|part| part.starts_with(&flag[2..]) || part.starts_with(flag));
+            assert!(
+                described.is_some_and(|d| d.contains(&format!("[env: {variable}"))),
+                "`ratewarden {command} {flag}` reads no {variable}"
+            );
+            assert!(
+                section.contains(&format!("`{variable}`")),
+                "docs/reference/cli.md, section {command}, does not name {variable}"
+            );
+        }
     }
 }
 
