@@ -1,6 +1,6 @@
-//! The CLI's safer defaults: `check-policy` loads the model a policy names, and `train` names
-//! its output, never overwrites without `--force`, runs from any folder and says when its
-//! figures mean little; `train` and `replay` write their files when the reader of their output
+//! The CLI's safer defaults: `check-policy` loads the model a policy names, `simulate` and
+//! `train` never overwrite without `--force` (a flag or its variable), `train` names its
+//! output, runs from any folder and says when its figures mean little; `train` and `replay` write their files when the reader of their output
 //! has left.
 
 mod common;
@@ -104,6 +104,48 @@ fn train_needs_out_and_force_to_overwrite() {
     assert_eq!(
         std::fs::read_to_string(&out).unwrap(),
         "the model a daemon watches"
+    );
+}
+
+#[test]
+fn simulate_keeps_an_existing_file_without_force_from_its_flag_or_its_variable() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("model.json");
+    std::fs::write(&out, "the model a daemon watches").unwrap();
+    // RATEWARDEN_OUT names train's model too: a shell set up to train must keep it.
+    let simulate = |extra: &[&str], env: &[(&str, &str)]| {
+        let mut command = Command::new(env!("CARGO_BIN_EXE_ratewarden"));
+        command
+            .args(["simulate", "--subjects", "20", "--duration", "1m"])
+            .args(extra)
+            .current_dir(dir.path())
+            .env("RATEWARDEN_OUT", "model.json");
+        for (name, value) in env {
+            command.env(name, value);
+        }
+        command.output().expect("the binary runs")
+    };
+    for refusing in [vec![], vec![("RATEWARDEN_FORCE", "no")]] {
+        let refused = simulate(&[], &refusing);
+        assert_eq!(refused.status.code(), Some(1));
+        assert_eq!(
+            text(&refused.stderr),
+            "error: writing model.json: model.json exists; pass --force to replace it\n"
+        );
+        assert_eq!(
+            std::fs::read_to_string(&out).unwrap(),
+            "the model a daemon watches"
+        );
+    }
+    let forced = simulate(&["--force"], &[]);
+    assert!(forced.status.success(), "{}", text(&forced.stderr));
+    std::fs::write(&out, "again").unwrap();
+    let forced = simulate(&[], &[("RATEWARDEN_FORCE", "yes")]);
+    assert!(forced.status.success(), "{}", text(&forced.stderr));
+    assert!(
+        std::fs::read_to_string(&out)
+            .unwrap()
+            .starts_with("{\"ts\"")
     );
 }
 
@@ -415,6 +457,7 @@ fn a_log_level_typo_warns_instead_of_silencing_every_line() {
                 "1m",
                 "--subjects",
                 "20",
+                "--force",
             ])
             .current_dir(dir.path())
             .env("RATEWARDEN_LOG", value)

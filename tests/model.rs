@@ -285,7 +285,8 @@ fn asking_past_the_trained_demand_is_novel_and_its_own_second_signal() {
         "{assessed:?}"
     );
     assert!(assessed.score > 0.99, "{assessed:?}");
-    // Novel elsewhere, asking less than the limits allow and refused under 5 %: no second signal.
+    // Asking less than the limits allow and refused under 5 %: no second signal, so a subject
+    // novel in some other feature would not be flagged by its score alone.
     let narrow = Features {
         limit_demand: 0.9,
         denied_ratio: 0.04,

@@ -46,9 +46,12 @@ impl<S: Store> Engine<S> {
         let mut plans = Vec::with_capacity(requests.len());
         for (index, (request, stored)) in requests.iter().zip(&stored).enumerate() {
             let plan = self
-                .plan(request, stored.as_deref(), EndpointChoice::Matching)
+                .plan_uncounted(request, stored.as_deref(), EndpointChoice::Matching)
                 .map_err(|error| BatchError { index, error })?;
             plans.push(plan);
+        }
+        for (request, stored) in requests.iter().zip(&stored) {
+            self.note_unknown_stored_tier(request, stored.as_deref());
         }
         let decisions = self.decide_batch(plans).await;
         self.metrics.observe_decision(Api::Batch, started.elapsed());

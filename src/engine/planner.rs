@@ -6,6 +6,10 @@ use crate::limit::KeyHash;
 use crate::policy::KeyScope;
 use crate::store::Store;
 
+/// The longest stored tier name counted under its own label (policy tier names are far
+/// shorter in practice); a longer one is counted as `invalid`.
+const MAX_TIER_LABEL_BYTES: usize = 64;
+
 /// Which endpoint rule a plan uses.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(super) enum EndpointChoice {
@@ -25,30 +29,54 @@ impl<S: Store> Engine<S> {
         stored_tier: Option<&str>,
         endpoint: EndpointChoice,
     ) -> Result<Plan, CheckError> {
-        if let (None, Some(stored)) = (request.tier, stored_tier) {
-            self.note_unknown_stored_tier(stored);
-        }
+        let plan = self.plan_uncounted(request, stored_tier, endpoint)?;
+        self.note_unknown_stored_tier(request, stored_tier);
+        Ok(plan)
+    }
+
+    /// As [`Engine::plan`], without counting a stored tier the policy lost: for a batch, which
+    /// counts once every item is planned (a batch refused at an item decides none).
+    pub(super) fn plan_uncounted(
+        &self,
+        request: &CheckRequest<'_>,
+        stored_tier: Option<&str>,
+        endpoint: EndpointChoice,
+    ) -> Result<Plan, CheckError> {
         let user = self.hasher.user(request.user);
         self.plan_as(user, request, stored_tier, endpoint)
     }
 
-    /// Counts a decision whose stored tier the policy no longer has (a reload removed or
-    /// renamed it), and says so once per tier name: its subjects quietly getting the default
-    /// tier is what an operator who renamed a paid tier needs to hear about.
-    fn note_unknown_stored_tier(&self, stored: &str) {
+    /// Counts a request decided under the default tier because its stored tier is one the
+    /// policy no longer has (a reload removed or renamed it), and says so once per name: its
+    /// subjects quietly getting the default tier is what an operator who renamed a paid tier
+    /// needs to hear about. The name is the store's: one no policy could have is counted as
+    /// `invalid`, so what another writer put in the tier store cannot grow the label set.
+    pub(super) fn note_unknown_stored_tier(
+        &self,
+        request: &CheckRequest<'_>,
+        stored_tier: Option<&str>,
+    ) {
+        let (None, Some(stored)) = (request.tier, stored_tier) else {
+            return;
+        };
         let policy = self.policy();
         if policy.tier_index(stored).is_some() {
             return;
         }
+        let plain = stored.len() <= MAX_TIER_LABEL_BYTES
+            && stored
+                .chars()
+                .all(|c| c.is_ascii_alphanumeric() || matches!(c, '_' | '-' | '.'));
+        let label = if plain { stored } else { "invalid" };
         let counter = self
             .metrics
             .unknown_stored_tiers
-            .with_label_values(&[stored]);
+            .with_label_values(&[label]);
         if counter.get() == 0 {
             let default = &policy.tiers[policy.default_tier].name;
             tracing::warn!(
-                tier = stored,
-                "a subject's stored tier {stored:?} is not in the policy: its requests get \
+                tier = label,
+                "a subject's stored tier {label:?} is not in the policy: its requests get \
                  default_tier {default:?} (counted by ratewarden_unknown_stored_tier_total)"
             );
         }

@@ -3,6 +3,7 @@
 use super::{SimulateConfig, write_file};
 use crate::policy::parse_duration;
 use crate::yaml::fields::MAX_DURATION;
+use clap::builder::BoolishValueParser;
 use std::path::PathBuf;
 use std::time::Duration;
 
@@ -21,6 +22,9 @@ pub struct SimulateArgs {
     /// Simulated subjects (users), 13 % of them abusive.
     #[arg(long, env = "RATEWARDEN_SUBJECTS", default_value_t = 2000, value_parser = subject_count)]
     pub subjects: usize,
+    /// Replace `--out` when it exists.
+    #[arg(long, env = "RATEWARDEN_FORCE", value_parser = BoolishValueParser::new())]
+    pub force: bool,
 }
 
 /// A span of no time, or no subjects, would write an empty file that `train` and `replay`
@@ -51,8 +55,16 @@ fn subject_count(text: &str) -> Result<usize, String> {
     }
 }
 
-/// Writes the traffic and says what was written.
+/// Writes the traffic and says what was written. An existing `--out` is kept unless `--force`:
+/// `RATEWARDEN_OUT` names `train`'s model file too, and a shell set up to train must not have
+/// its model replaced by traffic.
 pub fn run(args: &SimulateArgs) -> std::io::Result<String> {
+    if !args.force && args.out.exists() {
+        return Err(std::io::Error::new(
+            std::io::ErrorKind::AlreadyExists,
+            format!("{} exists; pass --force to replace it", args.out.display()),
+        ));
+    }
     let config = SimulateConfig {
         seed: args.seed,
         duration: args.duration,

@@ -3,7 +3,7 @@
 //! shows it, in this route and the subject view; a stored tier a reload removed is counted and
 //! shown while the default tier applies.
 
-use crate::harness::{POLICY, TOKEN, admin, check, check_with, harness};
+use crate::harness::{POLICY, TOKEN, admin, check, check_with, harness, send};
 use axum::http::{Method, StatusCode};
 use ratewarden::policy::Policy;
 use serde_json::json;
@@ -176,10 +176,42 @@ async fn a_stored_tier_a_reload_removed_gets_the_default_tier_is_counted_and_sho
         ),
         (&json!("free"), &json!("default"), &json!("pro"))
     );
-    // The view is not a decision: it counts nothing.
+    // The view is not a decision, nor is a request refused with a 400 (a `key: ip` rule
+    // without `ip`, a batch refused at its second item): they count nothing.
+    let refused = [
+        (
+            "/v1/check",
+            json!({"user": "gina@example.com", "endpoint": "/login"}),
+        ),
+        (
+            "/v1/check/batch",
+            json!({"requests": [{"user": "gina@example.com", "endpoint": "/x"},
+                                {"user": "gina@example.com", "endpoint": "/login"}]}),
+        ),
+    ];
+    for (uri, body) in refused {
+        let reply = send(&h.app, Method::POST, uri, None, Some(&body.to_string())).await;
+        assert_eq!(reply.status, StatusCode::BAD_REQUEST, "{}", reply.text);
+    }
     assert_eq!(
         counted(&h.engine.metrics().render()).as_deref(),
         Some("ratewarden_unknown_stored_tier_total{tier=\"pro\"} 2")
+    );
+    // A batch that is decided counts each of its items.
+    let batch = json!({"requests": [{"user": "gina@example.com", "endpoint": "/x"},
+                                    {"user": "gina@example.com", "endpoint": "/y"}]});
+    let reply = send(
+        &h.app,
+        Method::POST,
+        "/v1/check/batch",
+        None,
+        Some(&batch.to_string()),
+    )
+    .await;
+    assert_eq!(reply.status, StatusCode::OK, "{}", reply.text);
+    assert_eq!(
+        counted(&h.engine.metrics().render()).as_deref(),
+        Some("ratewarden_unknown_stored_tier_total{tier=\"pro\"} 4")
     );
 
     // The tier back in the policy: the subject has it again, and nothing more is counted.
@@ -189,6 +221,6 @@ async fn a_stored_tier_a_reload_removed_gets_the_default_tier_is_counted_and_sho
     assert_eq!(d["policy"], "tier:pro/hourly");
     assert_eq!(
         counted(&h.engine.metrics().render()).as_deref(),
-        Some("ratewarden_unknown_stored_tier_total{tier=\"pro\"} 2")
+        Some("ratewarden_unknown_stored_tier_total{tier=\"pro\"} 4")
     );
 }

@@ -16,6 +16,7 @@ mod thresholds;
 mod tier;
 
 use super::AppState;
+use super::body::{MAX_BODY_BYTES, too_large};
 use super::check::MAX_USER_BYTES;
 use super::problem::Problem;
 use crate::store::StoreError;
@@ -191,22 +192,32 @@ fn no_params(query: Option<&str>) -> Result<(), Problem> {
     )))
 }
 
-/// The body of a route that takes none: empty, else a 400, for the reason of [`no_params`]
-/// (`{"dry_run": true}` posted to the reload route must not reload). Last among a handler's
-/// extractors, so a missing token is still a 401.
+/// The body of a route that takes none: nothing, or an empty JSON object (`{}`, which many
+/// HTTP clients send by default), else a 400 that names what would have been ignored, for the
+/// reason of [`no_params`] (`{"dry_run": true}` posted to the reload route must not reload).
+/// Last among a handler's extractors, so a missing token is still a 401.
 pub(super) struct NoBody;
 
 impl<S: Send + Sync> FromRequest<S> for NoBody {
     type Rejection = Problem;
 
     async fn from_request(request: Request, _: &S) -> Result<Self, Problem> {
-        match axum::body::to_bytes(request.into_body(), usize::MAX).await {
-            Ok(body) if body.is_empty() => Ok(NoBody),
-            Ok(body) => Err(Problem::bad_request(format!(
-                "this route takes no request body (the request has {} bytes)",
+        let body = axum::body::to_bytes(request.into_body(), MAX_BODY_BYTES)
+            .await
+            .map_err(|_| too_large(MAX_BODY_BYTES))?;
+        if body.iter().all(u8::is_ascii_whitespace) {
+            return Ok(NoBody);
+        }
+        match serde_json::from_slice::<serde_json::Map<String, serde_json::Value>>(&body) {
+            Ok(object) if object.is_empty() => Ok(NoBody),
+            Ok(object) => Err(Problem::bad_request(format!(
+                "this route takes no request body, so `{}` would do nothing: send none, or {{}}",
+                object.keys().next().map_or("", String::as_str)
+            ))),
+            Err(_) => Err(Problem::bad_request(format!(
+                "this route takes no request body (the request has {} bytes): send none, or {{}}",
                 body.len()
             ))),
-            Err(_) => Err(Problem::bad_request("this route takes no request body")),
         }
     }
 }
