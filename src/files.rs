@@ -48,8 +48,24 @@ fn same_inode(a: &Path, _: &std::fs::Metadata, b: &Path, _: &std::fs::Metadata) 
     matches!((a.canonicalize(), b.canonicalize()), (Ok(a), Ok(b)) if a == b)
 }
 
-/// A path that does not exist, with its folder resolved where that exists.
+/// A path that does not exist, with its folder resolved where that exists. A dangling symbolic
+/// link is followed to where it points (that is the file writing through it creates), at most
+/// as many links deep as Linux follows.
 fn resolved(path: &Path) -> PathBuf {
+    let mut path = path.to_path_buf();
+    for _ in 0..40 {
+        match std::fs::read_link(&path) {
+            Ok(target) => {
+                let folder = path.parent().unwrap_or(Path::new(""));
+                path = folder.join(target);
+            }
+            Err(_) => break,
+        }
+    }
+    resolved_folder(&path)
+}
+
+fn resolved_folder(path: &Path) -> PathBuf {
     let folder = match path.parent() {
         Some(p) if p.as_os_str().is_empty() => Path::new("."),
         Some(p) => p,
@@ -96,6 +112,28 @@ mod tests {
         let refused = refuse_replacing("--out", &other, [(file.as_path(), "--data")]);
         assert_eq!(refused.map_err(|e| e.input), Err("--data"));
         assert!(!same_file(&file, &dir.path().join("new.json")));
+    }
+
+    /// Writing through a link to a file not yet there creates that file: `--report dl.json
+    /// --decisions t.json` with `dl.json -> t.json` wrote both to one file.
+    #[cfg(unix)]
+    #[test]
+    fn a_dangling_symbolic_link_is_the_file_it_points_to() {
+        let dir = tempfile::tempdir().unwrap();
+        let target = dir.path().join("t.json");
+        let link = dir.path().join("dl.json");
+        std::os::unix::fs::symlink("t.json", &link).unwrap();
+        assert!(same_file(&link, &target));
+        let chained = dir.path().join("chain.json");
+        std::os::unix::fs::symlink(&link, &chained).unwrap();
+        assert!(same_file(&chained, &target));
+        assert!(!same_file(&link, &dir.path().join("other.json")));
+        // A loop of links ends the walk; it names no other file.
+        let a = dir.path().join("a.json");
+        let b = dir.path().join("b.json");
+        std::os::unix::fs::symlink("b.json", &a).unwrap();
+        std::os::unix::fs::symlink("a.json", &b).unwrap();
+        assert!(!same_file(&a, &target));
     }
 
     #[test]

@@ -137,6 +137,22 @@ fn simulate_keeps_an_existing_file_without_force_from_its_flag_or_its_variable()
             "the model a daemon watches"
         );
     }
+    // What would fail after the simulation is refused before it.
+    std::fs::create_dir(dir.path().join("a-folder")).unwrap();
+    for (out, message) in [
+        (
+            "a-folder",
+            "error: writing a-folder: a-folder is a folder; --out names a file\n",
+        ),
+        (
+            "missing/t.jsonl",
+            "error: writing missing/t.jsonl: no folder missing to write it in\n",
+        ),
+    ] {
+        let refused = simulate(&["--out", out, "--force"], &[]);
+        assert_eq!(refused.status.code(), Some(1));
+        assert_eq!(text(&refused.stderr), message);
+    }
     let forced = simulate(&["--force"], &[]);
     assert!(forced.status.success(), "{}", text(&forced.stderr));
     std::fs::write(&out, "again").unwrap();
@@ -310,9 +326,10 @@ fn train_and_replay_write_their_files_when_the_reader_has_left() {
 fn train_refuses_what_would_fail_after_the_fit_before_reading_the_data() {
     let dir = tempfile::tempdir().unwrap();
     std::fs::create_dir(dir.path().join("a-folder")).unwrap();
+    std::fs::create_dir(dir.path().join("a-folder.png")).unwrap();
     // The data file does not exist: each refusal comes before it is opened.
     std::fs::write(dir.path().join("old.jsonl"), "").unwrap();
-    let cases: [(&[&str], &str); 14] = [
+    let cases: [(&[&str], &str); 16] = [
         (
             &["--out", "absent.jsonl", "--force"],
             "error: --out absent.jsonl is also named by --data: an output never replaces an \
@@ -371,6 +388,14 @@ fn train_refuses_what_would_fail_after_the_fit_before_reading_the_data() {
         (
             &["--out", "m.json", "--evaluate-on", "fresh.jsonl"],
             "error: cannot open fresh.jsonl: No such file or directory (os error 2)\n",
+        ),
+        (
+            &["--out", "m.json", "--evaluate-on", "a-folder"],
+            "error: a-folder is a folder; --evaluate-on names a file\n",
+        ),
+        (
+            &["--out", "m.json", "--reliability-plot", "a-folder.png"],
+            "error: a-folder.png is a folder; --reliability-plot names a file\n",
         ),
         (
             &["--out", "m.json", "--kind", "gmm", "--pairs"],

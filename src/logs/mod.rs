@@ -8,3 +8,7 @@ mod jsonl;
 pub mod time;
 
 pub use jsonl::{JsonLine, JsonlError, parse_jsonl_line};
+
+/// Longer lines are skipped (and counted) by every reader of logs and traffic: no access log
+/// line is this long, a binary file's "line" may be the whole file.
+pub const MAX_LINE: usize = 64 * 1024;

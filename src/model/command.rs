@@ -103,6 +103,8 @@ pub enum TrainCommandError {
     OutIsFolder(PathBuf),
     #[error("{0} is a folder; --samples-out names a file")]
     SamplesOutIsFolder(PathBuf),
+    #[error("{} is a folder; {} names a file", .1.display(), .0)]
+    Folder(&'static str, PathBuf),
     #[error("{0} exists; pass --force to replace it")]
     SamplesWouldOverwrite(PathBuf),
     #[error(transparent)]
@@ -240,12 +242,21 @@ fn refuse_before_training(args: &TrainArgs) -> Result<(), TrainCommandError> {
         }
     }
     for path in &args.evaluate_on {
-        std::fs::metadata(path).map_err(|error| TrainCommandError::Open {
+        let metadata = std::fs::metadata(path).map_err(|error| TrainCommandError::Open {
             path: path.clone(),
             error,
         })?;
+        if metadata.is_dir() {
+            return Err(TrainCommandError::Folder("--evaluate-on", path.clone()));
+        }
     }
-    Ok(())
+    match &args.reliability_plot {
+        Some(path) if path.is_dir() => Err(TrainCommandError::Folder(
+            "--reliability-plot",
+            path.clone(),
+        )),
+        _ => Ok(()),
+    }
 }
 
 /// The figures by archetype need the `archetype` field `simulate` writes; recorded traffic has

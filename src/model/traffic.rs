@@ -2,7 +2,7 @@
 //! checked by the parser `replay` uses ([`crate::logs`]), so `train` learns from exactly the
 //! lines `replay` replays and skips the same ones, with the same message.
 
-use crate::logs::parse_jsonl_line;
+use crate::logs::{MAX_LINE, parse_jsonl_line};
 use crate::simulate::{TrafficRecord, json_line_problem};
 use std::io::BufRead;
 
@@ -54,6 +54,13 @@ pub fn read_jsonl(
             progress(bytes);
         }
         if line.trim().is_empty() {
+            continue;
+        }
+        if line.len() > MAX_LINE {
+            traffic.skip(
+                index + 1,
+                format!("{} bytes long (over {MAX_LINE})", line.len()),
+            );
             continue;
         }
         // Windows tools start a UTF-8 file with a byte order mark.
@@ -139,5 +146,16 @@ mod tests {
             assert_eq!(traffic.records.len(), 1, "{line}");
             assert_eq!(traffic.examples, [(2, problem.to_owned())], "{line}");
         }
+    }
+
+    #[test]
+    fn a_line_longer_than_replay_reads_is_skipped_as_replay_skips_it() {
+        let good = r#"{"ts": 1800000000, "user": "ann", "endpoint": "/a"}"#;
+        let user = "u".repeat(MAX_LINE);
+        let long = format!(r#"{{"ts": 1800000001, "user": "{user}", "endpoint": "/a"}}"#);
+        let traffic = read_jsonl(format!("{good}\n{long}\n").as_bytes(), |_| {}).expect("a line");
+        assert_eq!(traffic.records.len(), 1);
+        let skipped = format!("{} bytes long (over 65536)", long.len());
+        assert_eq!(traffic.examples, [(2, skipped)]);
     }
 }

@@ -59,11 +59,28 @@ fn subject_count(text: &str) -> Result<usize, String> {
 /// `RATEWARDEN_OUT` names `train`'s model file too, and a shell set up to train must not have
 /// its model replaced by traffic.
 pub fn run(args: &SimulateArgs) -> std::io::Result<String> {
+    // What would fail only after the simulation (the slow part) is refused before it.
+    let out = args.out.display();
+    let refused = |kind, message| Err(std::io::Error::new(kind, message));
+    if args.out.is_dir() {
+        return refused(
+            std::io::ErrorKind::IsADirectory,
+            format!("{out} is a folder; --out names a file"),
+        );
+    }
+    if let Some(folder) = args.out.parent().filter(|f| !f.as_os_str().is_empty())
+        && !folder.is_dir()
+    {
+        return refused(
+            std::io::ErrorKind::NotFound,
+            format!("no folder {} to write it in", folder.display()),
+        );
+    }
     if !args.force && args.out.exists() {
-        return Err(std::io::Error::new(
+        return refused(
             std::io::ErrorKind::AlreadyExists,
-            format!("{} exists; pass --force to replace it", args.out.display()),
-        ));
+            format!("{out} exists; pass --force to replace it"),
+        );
     }
     let config = SimulateConfig {
         seed: args.seed,

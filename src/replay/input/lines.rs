@@ -9,9 +9,7 @@ use std::path::Path;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 
-/// Longer lines are skipped (and counted): no access log line is this long, a binary file's
-/// "line" may be the whole file.
-pub const MAX_LINE: usize = 64 * 1024;
+pub use crate::logs::MAX_LINE;
 
 /// One line's bytes, as far as they can be read as text.
 #[derive(Debug, PartialEq, Eq)]
