@@ -14,6 +14,26 @@ pub fn without_byte_order_mark(text: &str) -> &str {
     text.strip_prefix('\u{feff}').unwrap_or(text)
 }
 
+/// Why a drawing could not be written to `path`, in the file system's words when the file was
+/// the trouble: the plotting library nests them in three of its own (`backend error: Drawing
+/// backend error: ImageError(IoError(Os { code: 13, ... }))`). Otherwise `error` as it was.
+pub fn unwritable(path: &Path, error: String) -> String {
+    let existed = path.exists();
+    match std::fs::OpenOptions::new()
+        .append(true)
+        .create(true)
+        .open(path)
+    {
+        Err(io) => format!("cannot write {}: {io}", path.display()),
+        Ok(_) => {
+            if !existed {
+                let _ = std::fs::remove_file(path);
+            }
+            error
+        }
+    }
+}
+
 /// An output that names an input or an earlier output of the same command.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error(
@@ -134,6 +154,23 @@ mod tests {
         std::os::unix::fs::symlink("b.json", &a).unwrap();
         std::os::unix::fs::symlink("a.json", &b).unwrap();
         assert!(!same_file(&a, &target));
+    }
+
+    #[test]
+    fn a_drawing_that_cannot_be_written_says_why_in_the_file_systems_words() {
+        let dir = tempfile::tempdir().unwrap();
+        let nowhere = dir.path().join("missing/plot.png");
+        assert_eq!(
+            unwritable(&nowhere, "backend error: ...".into()),
+            format!(
+                "cannot write {}: No such file or directory (os error 2)",
+                nowhere.display()
+            )
+        );
+        // A file that can be written: the error was another, kept, and no file is left.
+        let fine = dir.path().join("plot.png");
+        assert_eq!(unwritable(&fine, "no font".into()), "no font");
+        assert!(!fine.exists());
     }
 
     #[test]

@@ -14,7 +14,7 @@ const SIZE: (u32, u32) = (800, 640);
 pub fn draw(evaluation: &Evaluation, path: &Path) -> Result<(), String> {
     plotters::style::register_font(FONT, FontStyle::Normal, dejavu::sans::regular())
         .map_err(|_| "the embedded font does not load".to_owned())?;
-    draw_diagram(evaluation, path).map_err(|e| e.to_string())
+    draw_diagram(evaluation, path).map_err(|e| crate::files::unwritable(path, e.to_string()))
 }
 
 fn draw_diagram(evaluation: &Evaluation, path: &Path) -> Result<(), Box<dyn Error>> {

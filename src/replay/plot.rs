@@ -20,7 +20,7 @@ type Area<'a> = DrawingArea<BitMapBackend<'a>, Shift>;
 pub fn draw(report: &Report, path: &Path) -> Result<(), String> {
     plotters::style::register_font(FONT, FontStyle::Normal, dejavu::sans::regular())
         .map_err(|_| "the embedded font does not load".to_owned())?;
-    draw_both(report, path).map_err(|e| e.to_string())
+    draw_both(report, path).map_err(|e| crate::files::unwritable(path, e.to_string()))
 }
 
 fn draw_both(report: &Report, path: &Path) -> Drawn {
