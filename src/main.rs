@@ -45,7 +45,8 @@ fn main() -> ExitCode {
 /// no level (`verbose`, `degub`) parses as a target nothing logs under: taken as it is, a typo
 /// would silence every line, outage warnings included.
 fn log_filter(default_level: &str) -> (tracing_subscriber::EnvFilter, Option<String>) {
-    let fallback = || tracing_subscriber::EnvFilter::new(quiet_redis(default_level));
+    let fallback =
+        || tracing_subscriber::EnvFilter::new(quiet_watcher(&quiet_redis(default_level)));
     let Ok(value) = std::env::var("RATEWARDEN_LOG") else {
         return (fallback(), None);
     };
@@ -53,7 +54,7 @@ fn log_filter(default_level: &str) -> (tracing_subscriber::EnvFilter, Option<Str
     if text.is_empty() {
         return (fallback(), None);
     }
-    match tracing_subscriber::EnvFilter::try_new(quiet_redis(text)) {
+    match tracing_subscriber::EnvFilter::try_new(quiet_watcher(&quiet_redis(text))) {
         Ok(filter) if !text.split(',').any(stray_word) => (filter, None),
         _ => (fallback(), Some(value)),
     }
@@ -73,6 +74,20 @@ fn quiet_redis(filter: &str) -> String {
     });
     match loud && !names_redis {
         true => format!("{filter},redis=error"),
+        false => filter.to_owned(),
+    }
+}
+
+/// `filter` with the file watcher's (notify's) lines kept to `debug` when a bare `trace` would
+/// let its trace lines through and it names no `notify` target: it traces every event in the
+/// policy's folder, so a log written into that folder raised an event per line and grew by
+/// hundreds of megabytes in seconds.
+fn quiet_watcher(filter: &str) -> String {
+    let directives = || filter.split(',').map(str::trim);
+    let names_notify = directives().any(|d| d.starts_with("notify"));
+    let trace = directives().any(|d| d.eq_ignore_ascii_case("trace"));
+    match trace && !names_notify {
+        true => format!("{filter},notify=debug"),
         false => filter.to_owned(),
     }
 }
@@ -150,7 +165,22 @@ fn end_quietly_when_the_reader_leaves() {}
 
 #[cfg(test)]
 mod tests {
-    use super::quiet_redis;
+    use super::{quiet_redis, quiet_watcher};
+
+    #[test]
+    fn the_file_watcher_is_kept_to_debug_under_a_bare_trace_unless_named() {
+        assert_eq!(quiet_watcher("trace"), "trace,notify=debug");
+        assert_eq!(
+            quiet_watcher("TRACE,audit=info"),
+            "TRACE,audit=info,notify=debug"
+        );
+        assert_eq!(quiet_watcher("trace,notify=trace"), "trace,notify=trace");
+        assert_eq!(quiet_watcher("debug"), "debug");
+        assert_eq!(
+            quiet_watcher("info,ratewarden=trace"),
+            "info,ratewarden=trace"
+        );
+    }
 
     #[test]
     fn the_redis_client_is_kept_to_errors_unless_named() {

@@ -383,8 +383,19 @@ impl ControlLoop {
                 flag.announce(metrics);
             }
         }
+        // Nor does it hold one: the judge drops its flag after this cycle's standings were
+        // made, and a hold left in them would flag it between its allowlisting's end and the
+        // next cycle, whatever its score and the live threshold.
+        let mut standings = verdict.standings;
+        if !allowlisted.is_empty() {
+            for (subject, standing) in &mut standings {
+                if is_allowlisted(subject) {
+                    standing.held_until = 0;
+                }
+            }
+        }
         let scale = self.engine.scale_factors();
-        scale.publish_standings(verdict.standings);
+        scale.publish_standings(standings);
         scale.publish_observed(verdict.observed);
     }
 

@@ -190,7 +190,7 @@ async fn the_shipped_model_flags_abusers_and_never_browsers_or_nat_users() {
 }
 
 /// A cleared flag loses its hold in the control loop too (a flag there again is a new one);
-/// an allowlisted subject is never flagged until its allowlisting ends.
+/// an allowlisted subject is never flagged until its allowlisting ends, and holds no flag then.
 async fn admin_actions_reach_the_control_loop(
     engine: &Arc<Engine>,
     control: &mut ControlLoop,
@@ -240,6 +240,10 @@ async fn admin_actions_reach_the_control_loop(
     );
 
     let at_removal = clock_now(clock);
+    // The allowlisting leaves no hold behind: until the next cycle the subject is judged on
+    // its score against the live threshold alone (it was flagged then, with a hold nobody set).
+    let standing = engine.scale_factors().standing(allowlisted);
+    assert_eq!(standing.map(|s| s.held_until), Some(0), "{standing:?}");
     assert!(engine.remove_from_allowlist(allowlisted));
     clock.set(next_cycle);
     control.cycle().await;
