@@ -16,22 +16,20 @@ pub fn without_byte_order_mark(text: &str) -> &str {
 
 /// Why a drawing could not be written to `path`, in the file system's words when the file was
 /// the trouble: the plotting library nests them in three of its own (`backend error: Drawing
-/// backend error: ImageError(IoError(Os { code: 13, ... }))`). Otherwise `error` as it was.
+/// backend error: ImageError(IoError(Os { code: 13, kind: PermissionDenied, message:
+/// "Permission denied" }))`). Read from that text, touching nothing on disk; any other error
+/// is kept as it was.
 pub fn unwritable(path: &Path, error: String) -> String {
-    let existed = path.exists();
-    match std::fs::OpenOptions::new()
-        .append(true)
-        .create(true)
-        .open(path)
-    {
-        Err(io) => format!("cannot write {}: {io}", path.display()),
-        Ok(_) => {
-            if !existed {
-                let _ = std::fs::remove_file(path);
-            }
-            error
-        }
-    }
+    let os_error = || {
+        let rest = error.split_once("IoError(Os { code: ")?.1;
+        let (code, rest) = rest.split_once(',')?;
+        let message = rest.split_once("message: \"")?.1.split_once('"')?.0;
+        Some(format!(
+            "cannot write {}: {message} (os error {code})",
+            path.display()
+        ))
+    };
+    os_error().unwrap_or(error)
 }
 
 /// An output that names an input or an earlier output of the same command.
@@ -158,19 +156,15 @@ mod tests {
 
     #[test]
     fn a_drawing_that_cannot_be_written_says_why_in_the_file_systems_words() {
-        let dir = tempfile::tempdir().unwrap();
-        let nowhere = dir.path().join("missing/plot.png");
+        let path = Path::new("ro/plot.png");
+        let nested = "backend error: Drawing backend error: ImageError(IoError(Os { code: 13, \
+                      kind: PermissionDenied, message: \"Permission denied\" }))";
         assert_eq!(
-            unwritable(&nowhere, "backend error: ...".into()),
-            format!(
-                "cannot write {}: No such file or directory (os error 2)",
-                nowhere.display()
-            )
+            unwritable(path, nested.into()),
+            "cannot write ro/plot.png: Permission denied (os error 13)"
         );
-        // A file that can be written: the error was another, kept, and no file is left.
-        let fine = dir.path().join("plot.png");
-        assert_eq!(unwritable(&fine, "no font".into()), "no font");
-        assert!(!fine.exists());
+        // Another error is kept as it was.
+        assert_eq!(unwritable(path, "no font".into()), "no font");
     }
 
     #[test]

@@ -84,8 +84,12 @@ fn quiet_redis(filter: &str) -> String {
 /// hundreds of megabytes in seconds.
 fn quiet_watcher(filter: &str) -> String {
     let directives = || filter.split(',').map(str::trim);
-    let names_notify = directives().any(|d| d.starts_with("notify"));
-    let trace = directives().any(|d| d.eq_ignore_ascii_case("trace"));
+    let names_notify = directives()
+        .any(|d| d == "notify" || d.starts_with("notify=") || d.starts_with("notify::"));
+    let trace = directives().any(|d| {
+        d.parse::<tracing::level_filters::LevelFilter>()
+            .is_ok_and(|level| level == tracing::level_filters::LevelFilter::TRACE)
+    });
     match trace && !names_notify {
         true => format!("{filter},notify=debug"),
         false => filter.to_owned(),
@@ -175,6 +179,11 @@ mod tests {
             "TRACE,audit=info,notify=debug"
         );
         assert_eq!(quiet_watcher("trace,notify=trace"), "trace,notify=trace");
+        assert_eq!(quiet_watcher("5"), "5,notify=debug");
+        assert_eq!(
+            quiet_watcher("trace,notifyx=info"),
+            "trace,notifyx=info,notify=debug"
+        );
         assert_eq!(quiet_watcher("debug"), "debug");
         assert_eq!(
             quiet_watcher("info,ratewarden=trace"),

@@ -6,7 +6,7 @@
 use crate::clock::{Micros, micros};
 use crate::engine::SubjectStanding;
 use crate::limit::KeyHash;
-use hashbrown::HashMap;
+use hashbrown::{HashMap, HashSet};
 use std::time::Duration;
 
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -33,13 +33,16 @@ pub struct FlagTracker {
 
 impl FlagTracker {
     /// One cycle's verdict: a standing for every subject scored now, and for every subject
-    /// still held flagged though not scored this time (it went quiet).
+    /// still held flagged though not scored this time (it went quiet). An `exempt` subject
+    /// (allowlisted) is scored but holds no flag: when its allowlisting ends it is judged on its
+    /// score alone, on this daemon and on any that adopts these standings.
     pub fn judge(
         &mut self,
         now: Micros,
         scored: &[Scored],
         threshold: f64,
         hold: Duration,
+        exempt: &HashSet<KeyHash>,
     ) -> HashMap<KeyHash, SubjectStanding> {
         let hold = micros(hold);
         let mut standings = HashMap::with_capacity(scored.len() + self.flags.len());
@@ -50,6 +53,16 @@ impl FlagTracker {
             novel,
         } in scored
         {
+            if !exempt.is_empty() && exempt.contains(&subject) {
+                self.flags.remove(&subject);
+                let standing = SubjectStanding {
+                    abuse_score: score,
+                    held_until: 0,
+                    novel,
+                };
+                standings.insert(subject, standing);
+                continue;
+            }
             let held = self
                 .flags
                 .get(&subject)
@@ -78,6 +91,9 @@ impl FlagTracker {
         self.flags.retain(|subject, flag| {
             if standings.contains_key(subject) {
                 return true;
+            }
+            if exempt.contains(subject) {
+                return false;
             }
             let held_until = flag.since.saturating_add(hold);
             let held = now < held_until;

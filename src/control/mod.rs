@@ -168,6 +168,9 @@ impl ControlLoop {
             None => None,
         };
         let capacity = self.engine.recorder().capacity();
+        // Allowlisted subjects are scored but hold no flag, in what this daemon publishes to
+        // the fleet too.
+        let allowlisted = scale.exemptions().allowlisted(now);
         let verdict = match fleet {
             None => Some(on_blocking_thread(|| {
                 self.window.add_all(now, &pending);
@@ -178,14 +181,22 @@ impl ControlLoop {
                     .totals(now)
                     .map(|(subject, activity)| (subject, observe(&activity)))
                     .collect();
-                self.decide(&policy, now, totals)
+                self.decide(&policy, now, totals, &allowlisted)
             })),
             Some(fleet) => {
                 let threshold = thresholds.anomaly_threshold;
                 fleet
                     .cycle(&policy, now, &pending, &mut self.judge, |judge, totals| {
                         on_blocking_thread(|| {
-                            decide_with(&self.model, judge, &policy, threshold, now, totals)
+                            decide_with(
+                                &self.model,
+                                judge,
+                                &policy,
+                                threshold,
+                                now,
+                                totals,
+                                &allowlisted,
+                            )
                         })
                     })
                     .await
@@ -383,19 +394,8 @@ impl ControlLoop {
                 flag.announce(metrics);
             }
         }
-        // Nor does it hold one: the judge drops its flag after this cycle's standings were
-        // made, and a hold left in them would flag it between its allowlisting's end and the
-        // next cycle, whatever its score and the live threshold.
-        let mut standings = verdict.standings;
-        if !allowlisted.is_empty() {
-            for (subject, standing) in &mut standings {
-                if is_allowlisted(subject) {
-                    standing.held_until = 0;
-                }
-            }
-        }
         let scale = self.engine.scale_factors();
-        scale.publish_standings(standings);
+        scale.publish_standings(verdict.standings);
         scale.publish_observed(verdict.observed);
     }
 
@@ -404,9 +404,18 @@ impl ControlLoop {
         policy: &Policy,
         now: Micros,
         totals: Vec<(KeyHash, SubjectFeatures)>,
+        allowlisted: &hashbrown::HashSet<KeyHash>,
     ) -> CycleOutcome {
         let threshold = self.engine.scale_factors().thresholds().anomaly_threshold;
-        decide_with(&self.model, &mut self.judge, policy, threshold, now, totals)
+        decide_with(
+            &self.model,
+            &mut self.judge,
+            policy,
+            threshold,
+            now,
+            totals,
+            allowlisted,
+        )
     }
 
     /// Runs a cycle every `adaptive.interval` (re-read each time: a reload may change it)

@@ -83,6 +83,7 @@ pub(super) fn decide_with(
     threshold: f64,
     now: Micros,
     totals: Vec<(KeyHash, SubjectFeatures)>,
+    allowlisted: &hashbrown::HashSet<KeyHash>,
 ) -> CycleOutcome {
     let anomaly = &policy.adaptive.anomaly;
     let min_requests = anomaly.min_requests.get();
@@ -113,7 +114,7 @@ pub(super) fn decide_with(
         .map(|(s, _)| s.subject)
         .collect();
     let scored: Vec<Scored> = scored.into_iter().map(|(s, _)| s).collect();
-    let standings = judge.judge(now, &scored, threshold, anomaly.hold);
+    let standings = judge.judge(now, &scored, threshold, anomaly.hold, allowlisted);
     let observed: hashbrown::HashMap<KeyHash, SubjectFeatures> = totals.into_iter().collect();
     let begun = match &model {
         Some(model) => judge

@@ -6,10 +6,6 @@ use crate::limit::KeyHash;
 use crate::policy::KeyScope;
 use crate::store::Store;
 
-/// The longest stored tier name counted under its own label (policy tier names are far
-/// shorter in practice); a longer one is counted as `invalid`.
-const MAX_TIER_LABEL_BYTES: usize = 64;
-
 /// Which endpoint rule a plan uses.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(super) enum EndpointChoice {
@@ -49,8 +45,9 @@ impl<S: Store> Engine<S> {
     /// Counts a request decided under the default tier because its stored tier is one the
     /// policy no longer has (a reload removed or renamed it), and says so once per name: its
     /// subjects quietly getting the default tier is what an operator who renamed a paid tier
-    /// needs to hear about. The name is the store's: one no policy could have is counted as
-    /// `invalid`, so what another writer put in the tier store cannot grow the label set.
+    /// needs to hear about. The name is the store's: one no policy could have (empty, or with
+    /// a character a tier name may not hold) is counted as `invalid`, so the label holds only
+    /// tier names, as the policy's own labels do.
     pub(super) fn note_unknown_stored_tier(
         &self,
         request: &CheckRequest<'_>,
@@ -63,7 +60,7 @@ impl<S: Store> Engine<S> {
         if policy.tier_index(stored).is_some() {
             return;
         }
-        let plain = stored.len() <= MAX_TIER_LABEL_BYTES
+        let plain = !stored.is_empty()
             && stored
                 .chars()
                 .all(|c| c.is_ascii_alphanumeric() || matches!(c, '_' | '-' | '.'));

@@ -126,7 +126,7 @@ fn is_json(content_type: &str) -> bool {
 
 /// A body that could not be read: 413 when it is over the limit, else 400 with the transport's
 /// reason (a malformed chunked encoding, a connection cut short), not a misleading 413.
-fn unreadable(error: &axum::Error, limit: usize) -> Problem {
+pub fn unreadable(error: &axum::Error, limit: usize) -> Problem {
     // The limit error is `http_body_util::LengthLimitError` (from `to_bytes` here or from
     // `RequestBodyLimitLayer`), possibly wrapped in `axum::Error`s; that crate is not a
     // dependency of ours, so it is recognised by its message.

@@ -1,6 +1,8 @@
 //! Flags: at or over the threshold flags; a flag lasts at least `hold`, then ends at the
-//! first score below the threshold; a quiet flagged subject stays flagged until its hold ends.
+//! first score below the threshold; a quiet flagged subject stays flagged until its hold ends;
+//! an exempt (allowlisted) subject is scored but holds no flag.
 
+use hashbrown::HashSet;
 use ratewarden::control::{FlagTracker, Scored};
 use ratewarden::limit::KeyHash;
 use std::time::Duration;
@@ -21,11 +23,11 @@ fn a_flag_is_held_then_released_when_the_score_drops() {
     let a = KeyHash(1);
     let hold = Duration::from_secs(10);
     let at = |t: u64, score: f64, judge: &mut FlagTracker| {
-        judge.judge(t * S, &one(a, score), 0.8, hold)[&a].flagged(0.8, t * S)
+        judge.judge(t * S, &one(a, score), 0.8, hold, &HashSet::new())[&a].flagged(0.8, t * S)
     };
     assert!(!at(0, 0.79, &mut judge), "below the threshold");
     assert!(at(1, 0.8, &mut judge), "at the threshold");
-    let held = judge.judge(5 * S, &one(a, 0.1), 0.8, hold)[&a];
+    let held = judge.judge(5 * S, &one(a, 0.1), 0.8, hold, &HashSet::new())[&a];
     assert!(held.flagged(0.8, 5 * S), "held: 4 s of a 10 s hold");
     assert_eq!(held.abuse_score, 0.1, "the score shown is the latest");
     assert_eq!(
@@ -55,11 +57,15 @@ fn a_flagged_subject_that_goes_quiet_stays_flagged_for_its_hold() {
     let mut judge = FlagTracker::default();
     let a = KeyHash(7);
     let hold = Duration::from_secs(10);
-    judge.judge(0, &one(a, 0.99), 0.8, hold);
-    let quiet = judge.judge(9 * S, &[], 0.8, hold);
+    judge.judge(0, &one(a, 0.99), 0.8, hold, &HashSet::new());
+    let quiet = judge.judge(9 * S, &[], 0.8, hold, &HashSet::new());
     assert!(quiet[&a].flagged(0.8, 9 * S));
     assert_eq!(quiet[&a].abuse_score, 0.99);
-    assert!(judge.judge(10 * S, &[], 0.8, hold).is_empty());
+    assert!(
+        judge
+            .judge(10 * S, &[], 0.8, hold, &HashSet::new())
+            .is_empty()
+    );
 }
 
 #[test]
@@ -72,10 +78,31 @@ fn a_novel_subject_is_not_flagged_by_its_score_alone() {
         score: 0.99,
         novel: true,
     }];
-    let standing = judge.judge(0, &novel, 0.8, hold)[&a];
+    let standing = judge.judge(0, &novel, 0.8, hold, &HashSet::new())[&a];
     assert!(!standing.flagged(0.8, 0), "novel, no second signal");
     assert_eq!(standing.abuse_score, 0.99, "the score is still shown");
     assert!(judge.begun().is_empty());
-    judge.judge(S, &one(a, 0.99), 0.8, hold);
+    judge.judge(S, &one(a, 0.99), 0.8, hold, &HashSet::new());
     assert_eq!(judge.begun(), &[a], "a second signal agrees: flagged");
+}
+
+#[test]
+fn an_exempt_subject_is_scored_but_holds_no_flag() {
+    let mut judge = FlagTracker::default();
+    let a = KeyHash(1);
+    let hold = Duration::from_secs(10);
+    let flagged = judge.judge(0, &one(a, 0.99), 0.8, hold, &HashSet::new())[&a];
+    assert_eq!(flagged.held_until, 10 * S);
+    // Allowlisted while quiet: no held standing is left behind.
+    let exempt: HashSet<KeyHash> = [a].into_iter().collect();
+    assert!(!judge.judge(S, &[], 0.8, hold, &exempt).contains_key(&a));
+    assert!(judge.flag(a).is_none());
+    // Allowlisted and active: the score stays visible, no hold, nothing begins.
+    let standing = judge.judge(2 * S, &one(a, 0.99), 0.8, hold, &exempt)[&a];
+    assert_eq!((standing.abuse_score, standing.held_until), (0.99, 0));
+    assert!(judge.flag(a).is_none() && judge.begun().is_empty());
+    // The allowlisting over: a flag begins afresh, with its own hold.
+    let after = judge.judge(3 * S, &one(a, 0.99), 0.8, hold, &HashSet::new())[&a];
+    assert_eq!(after.held_until, 13 * S);
+    assert_eq!(judge.begun(), [a]);
 }

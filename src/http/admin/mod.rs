@@ -16,7 +16,7 @@ mod thresholds;
 mod tier;
 
 use super::AppState;
-use super::body::{MAX_BODY_BYTES, too_large};
+use super::body::{MAX_BODY_BYTES, unreadable};
 use super::check::MAX_USER_BYTES;
 use super::problem::Problem;
 use crate::store::StoreError;
@@ -204,7 +204,7 @@ impl<S: Send + Sync> FromRequest<S> for NoBody {
     async fn from_request(request: Request, _: &S) -> Result<Self, Problem> {
         let body = axum::body::to_bytes(request.into_body(), MAX_BODY_BYTES)
             .await
-            .map_err(|_| too_large(MAX_BODY_BYTES))?;
+            .map_err(|error| unreadable(&error, MAX_BODY_BYTES))?;
         if body.iter().all(u8::is_ascii_whitespace) {
             return Ok(NoBody);
         }
