@@ -227,7 +227,8 @@ impl ControlLoop {
         }
         if let Some(verdict) = verdict {
             self.novel_subjects.announce(&self.model, &verdict);
-            self.publish(verdict, thresholds.anomaly_threshold, now, &mut report);
+            let threshold = thresholds.anomaly_threshold;
+            self.publish(verdict, threshold, &allowlisted, &mut report);
         }
         self.publish_flag_starts(&dropped);
         metrics
@@ -364,14 +365,14 @@ impl ControlLoop {
         &self,
         verdict: CycleOutcome,
         threshold: f64,
-        now: Micros,
+        allowlisted: &hashbrown::HashSet<KeyHash>,
         report: &mut CycleReport,
     ) {
         report.active = verdict.observed.len();
         report.scored = verdict.scores.len();
         // An allowlisted subject is judged every cycle (its score stays visible) but is never
-        // flagged: no flag line, no flag counted, not in the gauge.
-        let allowlisted = self.engine.scale_factors().exemptions().allowlisted(now);
+        // flagged: no flag line, no flag counted, not in the gauge. The set is the one the cycle
+        // judged with.
         let is_allowlisted =
             |subject: &KeyHash| !allowlisted.is_empty() && allowlisted.contains(subject);
         // The gauge counts subjects at or over the threshold, not held ones nor novel ones
