@@ -70,6 +70,12 @@ fn same_inode(a: &Path, _: &std::fs::Metadata, b: &Path, _: &std::fs::Metadata) 
 /// link is followed to where it points (that is the file writing through it creates), at most
 /// as many links deep as Linux follows.
 fn resolved(path: &Path) -> PathBuf {
+    resolved_folder(&followed(path))
+}
+
+/// `path` followed through symbolic links, dangling ones included, at most as many links deep
+/// as Linux follows.
+fn followed(path: &Path) -> PathBuf {
     let mut path = path.to_path_buf();
     for _ in 0..40 {
         match std::fs::read_link(&path) {
@@ -80,7 +86,15 @@ fn resolved(path: &Path) -> PathBuf {
             Err(_) => break,
         }
     }
-    resolved_folder(&path)
+    path
+}
+
+/// The folder writing `path` would need, when it is missing: through a dangling symbolic link,
+/// the folder of the file the link points to.
+pub fn missing_folder(path: &Path) -> Option<PathBuf> {
+    let path = followed(path);
+    let folder = path.parent().filter(|f| !f.as_os_str().is_empty())?;
+    (!folder.is_dir()).then(|| folder.to_path_buf())
 }
 
 fn resolved_folder(path: &Path) -> PathBuf {
@@ -152,6 +166,17 @@ mod tests {
         std::os::unix::fs::symlink("b.json", &a).unwrap();
         std::os::unix::fs::symlink("a.json", &b).unwrap();
         assert!(!same_file(&a, &target));
+    }
+
+    #[cfg(unix)]
+    #[test]
+    fn a_dangling_link_into_a_missing_folder_needs_that_folder() {
+        let dir = tempfile::tempdir().unwrap();
+        let link = dir.path().join("out.json");
+        std::os::unix::fs::symlink("missing/out.json", &link).unwrap();
+        assert_eq!(missing_folder(&link), Some(dir.path().join("missing")));
+        assert_eq!(missing_folder(&dir.path().join("new.json")), None);
+        assert_eq!(missing_folder(Path::new("new.json")), None);
     }
 
     #[test]

@@ -232,12 +232,10 @@ fn refuse_before_training(args: &TrainArgs) -> Result<(), TrainCommandError> {
         .chain(&args.reliability_plot)
         .chain(&args.samples_out);
     for path in outputs {
-        if let Some(folder) = path.parent().filter(|f| !f.as_os_str().is_empty())
-            && !folder.is_dir()
-        {
+        if let Some(folder) = crate::files::missing_folder(path) {
             return Err(TrainCommandError::NoFolder {
                 path: path.clone(),
-                folder: folder.to_path_buf(),
+                folder,
             });
         }
     }

@@ -33,13 +33,11 @@ pub fn refuse_unwritable(args: &ReplayArgs, model: Option<&Path>) -> Result<(), 
                 path: path.clone(),
             });
         }
-        if let Some(folder) = path.parent().filter(|f| !f.as_os_str().is_empty()) {
-            if !folder.is_dir() {
-                return Err(ReplayError::NoFolder {
-                    path: path.clone(),
-                    folder: folder.to_path_buf(),
-                });
-            }
+        if let Some(folder) = crate::files::missing_folder(path) {
+            return Err(ReplayError::NoFolder {
+                path: path.clone(),
+                folder,
+            });
         }
     }
     if let Some(path) = &args.decisions {

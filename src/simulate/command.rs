@@ -68,9 +68,7 @@ pub fn run(args: &SimulateArgs) -> std::io::Result<String> {
             format!("{out} is a folder; --out names a file"),
         );
     }
-    if let Some(folder) = args.out.parent().filter(|f| !f.as_os_str().is_empty())
-        && !folder.is_dir()
-    {
+    if let Some(folder) = crate::files::missing_folder(&args.out) {
         return refused(
             std::io::ErrorKind::NotFound,
             format!("no folder {} to write it in", folder.display()),

@@ -60,6 +60,7 @@ impl LineReader {
         self.buffer.clear();
         let mut length = 0usize;
         let mut any = false;
+        let mut last_byte = None;
         loop {
             let available = match self.inner.fill_buf() {
                 Ok(bytes) => bytes,
@@ -75,7 +76,9 @@ impl LineReader {
                 None => (available, available.len()),
             };
             length += chunk.len();
-            if length <= MAX_LINE {
+            last_byte = chunk.last().copied().or(last_byte);
+            // One byte more than a line may hold: a `\r` ending the longest line allowed.
+            if length <= MAX_LINE + 1 {
                 self.buffer.extend_from_slice(chunk);
             }
             let found_end = done > chunk.len();
@@ -88,10 +91,13 @@ impl LineReader {
             return Ok(None);
         }
         self.number += 1;
+        // Measured without a `\r\n` ending, as `train` measures it.
+        let carriage_return = last_byte == Some(b'\r');
+        let length = length - usize::from(carriage_return);
         if length > MAX_LINE {
             return Ok(Some((self.number, RawLine::TooLong(length))));
         }
-        if self.buffer.last() == Some(&b'\r') {
+        if carriage_return {
             self.buffer.pop();
         }
         Ok(Some((
@@ -142,5 +148,23 @@ mod tests {
             ]
         );
         assert!(lines(b"").is_empty());
+    }
+
+    #[test]
+    fn a_line_is_measured_without_its_carriage_return() {
+        let longest = format!(
+            "{}\r\n{}\r\n",
+            "a".repeat(MAX_LINE),
+            "b".repeat(MAX_LINE + 1)
+        );
+        let mut reader = LineReader::new(Box::new(std::io::Cursor::new(longest.into_bytes())));
+        let Some((1, RawLine::Text(text))) = reader.next_line().unwrap() else {
+            panic!("the longest line allowed, ended by \\r\\n, was not read whole");
+        };
+        assert_eq!(text.len(), MAX_LINE);
+        let Some((2, RawLine::TooLong(length))) = reader.next_line().unwrap() else {
+            panic!("a line one byte too long was read");
+        };
+        assert_eq!(length, MAX_LINE + 1);
     }
 }
