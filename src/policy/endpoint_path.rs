@@ -16,6 +16,9 @@
 //! - a `\` is read as `/` for the same reason: WHATWG URL parsers (the `URL` of Deno, Bun,
 //!   Cloudflare Workers and Node) and IIS serve `/api\export` as `/api/export` (RFC 3986 has
 //!   no raw `\` in a path, so no client means anything else by it; `%5C` is kept);
+//! - a byte no URI holds raw (a control, a space, a non-ASCII byte, a backtick, `"<>[]^{|}`) is
+//!   percent-encoded (§2.1), as browsers and proxies send it, so `/café` and `/caf%C3%A9` are
+//!   one endpoint (and a rule written either way matches both);
 //! - runs of `/` are merged into one, then dot-segments are removed (§5.2.4; a `..` above the
 //!   root stays at the root), as nginx's `merge_slashes` and Go's `path.Clean` do.
 //!
@@ -342,6 +345,7 @@ pub fn is_normal_prefix(body: &str) -> bool {
     let (complete, partial) = body.split_at(last_slash + 1);
     let bytes = partial.as_bytes();
     normalise(complete) == complete
+        && !bytes.iter().any(|&b| needs_encoding(b))
         && (0..bytes.len())
             .filter(|&i| bytes[i] == b'%')
             .all(|i| match escape_at(bytes, i) {
@@ -361,11 +365,7 @@ pub fn normal_prefix(body: &str) -> String {
     };
     let (complete, partial) = body.split_at(last_slash + 1);
     let mut out = normalise(complete).into_owned();
-    if partial.contains('%') {
-        push_percent_normalised(&mut out, partial, EncodedSlash::Decoded);
-    } else {
-        out.push_str(partial);
-    }
+    push_percent_normalised(&mut out, partial, EncodedSlash::Decoded);
     out
 }
 
@@ -377,7 +377,7 @@ fn is_normal(path: &str) -> bool {
             b'%' => escape_at(bytes, i) == Escape::Normal,
             b'/' => !starts_dot_or_empty_segment(&bytes[i + 1..]),
             b'\\' => false,
-            _ => true,
+            _ => !needs_encoding(byte),
         };
         if !fine {
             return false;
@@ -427,11 +427,11 @@ fn escape_at(bytes: &[u8], i: usize) -> Escape {
 }
 
 /// Pushes `segment` with unreserved characters (and `%2F`, unless `Kept`) decoded, other
-/// encodings in upper case and a stray `%` as `%25`.
+/// encodings in upper case, a stray `%` as `%25` and a byte no URI may hold raw encoded.
 fn push_percent_normalised(out: &mut String, segment: &str, encoded_slash: EncodedSlash) {
     let mut rest = segment;
     while let Some(at) = rest.find('%') {
-        out.push_str(&rest[..at]);
+        push_encoding_raw(out, &rest[..at]);
         let bytes = &rest.as_bytes()[at..];
         match escape_at(bytes, 0) {
             Escape::Normal | Escape::Changed => {
@@ -453,7 +453,28 @@ fn push_percent_normalised(out: &mut String, segment: &str, encoded_slash: Encod
             }
         }
     }
-    out.push_str(rest);
+    push_encoding_raw(out, rest);
+}
+
+/// Pushes `text` (no `%` in it) with every byte a URI's path may not hold raw percent-encoded.
+fn push_encoding_raw(out: &mut String, text: &str) {
+    if !text.bytes().any(needs_encoding) {
+        out.push_str(text);
+        return;
+    }
+    for byte in text.bytes() {
+        match needs_encoding(byte) {
+            true => out.push_str(&format!("%{byte:02X}")),
+            false => out.push(char::from(byte)),
+        }
+    }
+}
+
+/// A byte RFC 3986 allows in a path only percent-encoded: a control, a space, a non-ASCII
+/// byte, a backtick or one of `"<>[]^{|}` (`\` reads as `/`, and `?` and `#` end the path). Clients
+/// encode these (browsers, `fetch`, proxies), so a raw `é` and `%C3%A9` are one endpoint.
+fn needs_encoding(byte: u8) -> bool {
+    !byte.is_ascii_graphic() || b"\"<>[]^`{|}".contains(&byte)
 }
 
 /// RFC 3986 §2.3: `ALPHA / DIGIT / "-" / "." / "_" / "~"`.

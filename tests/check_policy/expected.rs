@@ -255,6 +255,13 @@ pub const BAD: &[(&str, &[&str])] = &[
         )],
     ),
     (
+        "raw_non_ascii_in_path",
+        &[concat!(
+            "endpoints[0].path: \"/café\" can never match: ",
+            "request paths are normalised first (write \"/caf%C3%A9\")"
+        )],
+    ),
+    (
         "dot_segment_in_prefix_path",
         &[concat!(
             "endpoints[1].path: \"/%61pi/./v1/*\" can never match: ",

@@ -68,6 +68,35 @@ async fn batch_and_forward_auth_normalise_alike() {
     }
 }
 
+/// A raw `é` or space sent in a JSON body is the percent-encoded path a proxy forwards for
+/// it: both count against the rule written encoded, through `/v1/check` and forward auth.
+#[tokio::test]
+async fn a_raw_non_ascii_path_is_the_encoded_one_a_proxy_forwards() {
+    let policy = r#"
+default_tier: free
+tiers: { free: { limits: [] } }
+endpoints:
+  - path: /caf%C3%A9/a%20b*
+    limits: [ { name: menu, algorithm: fixed_window, requests: 3, window: 1m } ]
+"#;
+    let app = crate::common::http::app(policy);
+    for (i, endpoint) in ["/café/a b/x", "/caf%c3%a9/a%20b/y"]
+        .into_iter()
+        .enumerate()
+    {
+        let reply = check(&app, json!({"user": "ines", "endpoint": endpoint})).await;
+        assert_eq!(reply.status, StatusCode::OK, "{endpoint}: {}", reply.text());
+        assert_eq!(reply.json()["remaining"], 2 - i, "{endpoint}");
+    }
+    let headers = [
+        ("x-original-uri", "/caf%C3%A9/a%20b/z"),
+        ("x-api-key", "ines"),
+    ];
+    let reply = call(&app.router, Method::GET, "/v1/auth", &headers, "").await;
+    assert_eq!(reply.status, StatusCode::OK, "{}", reply.text());
+    assert_eq!(reply.header("x-ratelimit-remaining"), "0");
+}
+
 /// WHATWG URL parsers (Deno, Bun, Workers, Node's `URL`) and IIS serve `/api\export` as
 /// `/api/export`: a `\` counts as the `/` they read, on `/v1/check` and forward auth alike.
 #[tokio::test]

@@ -38,6 +38,11 @@ fn percent_oracle_with(path: &str, decode_slash: bool) -> String {
                 out.extend(b"%25");
                 i += 1;
             }
+            // §2.1: what a URI may not hold raw is percent-encoded.
+            (byte, _) if !byte.is_ascii_graphic() || b"\"<>[]^`{|}".contains(&byte) => {
+                out.extend(format!("%{byte:02X}").bytes());
+                i += 1;
+            }
             (byte, _) => {
                 out.push(byte);
                 i += 1;
@@ -101,7 +106,7 @@ fn dots_first_oracle(path: &str) -> String {
 fn tricky_path() -> impl Strategy<Value = String> {
     let piece = prop::sample::select(vec![
         "/", "/", "/", ".", "..", "%", "%2e", "%2E", "%2f", "%2F", "%41", "%7e", "%zz", "%4",
-        "%c3%a9", "a", "B", "é", "~", "-", "x", "\\", "%5c",
+        "%c3%a9", "a", "B", "é", "~", "-", "x", "\\", "%5c", " ", "{", "%7b",
     ]);
     prop::collection::vec(piece, 0..12).prop_map(|pieces| format!("/{}", pieces.concat()))
 }
@@ -145,6 +150,7 @@ fn check_normal_form(path: &str) -> Result<(), TestCaseError> {
     }
     prop_assert!(!normal.ends_with("/.") && !normal.ends_with("/.."));
     prop_assert!(!has_unnormal_escape(&normal), "{}", normal);
+    prop_assert!(normal.bytes().all(|b| b.is_ascii_graphic()), "{}", normal);
     Ok(())
 }
 
