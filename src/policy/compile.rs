@@ -84,7 +84,7 @@ fn tiers(e: &mut Errors, raw: &RawPolicy) -> Vec<Tier> {
         None => e.push("tiers", "is required"),
         Some(map) if map.is_empty() => e.push("tiers", "must define at least one tier"),
         Some(map) => {
-            for (name, tier) in map {
+            for (name, tier) in map.iter() {
                 tiers.push(compile_tier(e, name, tier));
             }
         }

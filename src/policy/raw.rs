@@ -4,6 +4,8 @@
 pub use crate::yaml::{Leaf, Unknown};
 use indexmap::IndexMap;
 use serde::Deserialize;
+use serde::de::{Deserializer, MapAccess, Visitor};
+use std::fmt;
 
 #[derive(Debug, Default, Deserialize)]
 #[serde(expecting = "a map")]
@@ -11,7 +13,7 @@ pub struct RawPolicy {
     pub store: Option<RawStore>,
     pub identity: Option<RawIdentity>,
     pub default_tier: Leaf,
-    pub tiers: Option<IndexMap<String, RawTier>>,
+    pub tiers: Option<RawTiers>,
     pub endpoints: Option<Vec<RawEndpoint>>,
     pub envoy_config: Leaf,
     pub default_endpoint: Option<RawTier>,
@@ -41,6 +43,46 @@ pub struct RawIdentity {
     pub trust_tier_header: Leaf,
     #[serde(flatten)]
     pub unknown: Unknown,
+}
+
+/// The tiers by name. Two keys YAML tells apart may name one tier (`"1"` and `1`, `true` and
+/// `"true"`): refused as a duplicate, where a map of names would keep the last one silently.
+#[derive(Debug, Default)]
+pub struct RawTiers(IndexMap<String, RawTier>);
+
+impl std::ops::Deref for RawTiers {
+    type Target = IndexMap<String, RawTier>;
+
+    fn deref(&self) -> &Self::Target {
+        &self.0
+    }
+}
+
+impl<'de> Deserialize<'de> for RawTiers {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        struct Tiers;
+        impl<'de> Visitor<'de> for Tiers {
+            type Value = RawTiers;
+
+            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str("a map")
+            }
+
+            fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<RawTiers, A::Error> {
+                let mut tiers = IndexMap::new();
+                while let Some(name) = map.next_key::<String>()? {
+                    if tiers.contains_key(&name) {
+                        return Err(serde::de::Error::custom(format_args!(
+                            "duplicate entry with key {name:?} (two keys name the tier {name:?})"
+                        )));
+                    }
+                    tiers.insert(name, map.next_value::<RawTier>()?);
+                }
+                Ok(RawTiers(tiers))
+            }
+        }
+        deserializer.deserialize_map(Tiers)
+    }
 }
 
 /// A tier, or `default_endpoint`: a list of limits, optionally exempt from load scaling.

@@ -78,6 +78,10 @@ pub const BAD: &[(&str, &[&str])] = &[
         &["tiers: duplicate entry with key \"pro\" at line 4 column 3"],
     ),
     (
+        "tier_named_twice_as_string_and_number",
+        &["tiers: duplicate entry with key \"1\" (two keys name the tier \"1\") at line 5 column 3"],
+    ),
+    (
         "unknown_top_level_key",
         &[concat!(
             "endpoint: unknown key (expected one of store, identity, default_tier, tiers, ",
