@@ -79,7 +79,9 @@ pub const BAD: &[(&str, &[&str])] = &[
     ),
     (
         "tier_named_twice_as_string_and_number",
-        &["tiers: duplicate entry with key \"1\" (two keys name the tier \"1\") at line 5 column 3"],
+        &[
+            "tiers: duplicate entry with key \"1\" (two keys name the tier \"1\") at line 5 column 3",
+        ],
     ),
     (
         "unknown_top_level_key",
@@ -102,6 +104,10 @@ pub const BAD: &[(&str, &[&str])] = &[
     (
         "load_low_above_high",
         &["adaptive.load.low: must be below adaptive.load.high (0.5)"],
+    ),
+    (
+        "load_high_factor_above_low_factor",
+        &["adaptive.load.high_factor: must not be above adaptive.load.low_factor (2 is above 0.5)"],
     ),
     (
         "anomaly_threshold_out_of_range",

@@ -42,14 +42,14 @@ async fn thresholds_read_and_change_any_subset() {
         &h.app,
         Method::PUT,
         "/v1/admin/thresholds",
-        Some(r#"{"load_low": 0.2, "load_high": 0.95, "load_high_factor": 10, "load_low_factor": 0.01}"#),
+        Some(r#"{"load_low": 0.2, "load_high": 0.95, "load_high_factor": 0.01, "load_low_factor": 10}"#),
     )
     .await;
     assert_eq!(reply.status, StatusCode::OK, "{}", reply.text);
     expected["load_low"] = json!(0.2);
     expected["load_high"] = json!(0.95);
-    expected["load_high_factor"] = json!(10.0);
-    expected["load_low_factor"] = json!(0.01);
+    expected["load_high_factor"] = json!(0.01);
+    expected["load_low_factor"] = json!(10.0);
     assert_eq!(reply.json, expected);
 
     // Range edges are accepted: 0 and 1 for the unit values, 0 and 10 for the override.
@@ -154,6 +154,14 @@ async fn invalid_thresholds_are_400_naming_the_field_and_change_nothing() {
         (
             r#"{"load_high_factor": 10.5}"#,
             "field `load_high_factor` must be greater than 0 and at most 10 (it is 10.5)",
+        ),
+        (
+            r#"{"load_high_factor": 2}"#,
+            "field `load_high_factor` must not be above `load_low_factor` (2 is above 1.5)",
+        ),
+        (
+            r#"{"load_low_factor": 0.25}"#,
+            "field `load_low_factor` must not be below `load_high_factor` (0.25 is below 0.5)",
         ),
         (
             r#"{"load_low_factor": -2}"#,

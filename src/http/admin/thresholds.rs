@@ -141,6 +141,19 @@ impl ThresholdsPatch {
         }
         factor("load_high_factor", t.load_high_factor)?;
         factor("load_low_factor", t.load_low_factor)?;
+        if t.load_high_factor > t.load_low_factor {
+            return Err(Problem::bad_request(if self.load_high_factor.is_some() {
+                format!(
+                    "field `load_high_factor` must not be above `load_low_factor` ({} is above {})",
+                    t.load_high_factor, t.load_low_factor
+                )
+            } else {
+                format!(
+                    "field `load_low_factor` must not be below `load_high_factor` ({} is below {})",
+                    t.load_low_factor, t.load_high_factor
+                )
+            }));
+        }
         if let Some(x) = t.load_factor_override {
             check(
                 (0.0..=MAX_FACTOR).contains(&x),
