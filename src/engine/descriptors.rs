@@ -256,12 +256,14 @@ impl<'a> Blocks<'a> {
     }
 }
 
-/// The decision HTTP would show for these decisions taken as one request.
+/// The decision HTTP would show for these decisions taken as one request: the limit with the
+/// least remaining, and on a denial one of those that denied (a passing descriptor's room would
+/// read as room on a 429).
 fn headline(decisions: &[&Decision], admitted: bool) -> Option<Decision> {
     let window = |d: &Decision| d.headline_limit().map_or(0, |l| l.window_micros());
     let head = decisions
         .iter()
-        .filter(|d| d.limit.is_some())
+        .filter(|d| d.limit.is_some() && (admitted || !d.allowed))
         .min_by_key(|d| (d.remaining, window(d)))
         .or(decisions.iter().find(|d| !d.allowed))
         .or(decisions.first())?;

@@ -217,6 +217,32 @@ async fn hits_addend_is_the_cost_and_a_descriptor_s_own_wins() {
     assert_eq!(over.statuses[0].limit_remaining, 20);
 }
 
+/// On `OVER_LIMIT` the headers name a limit that denied, even when a passing descriptor has
+/// less room left: a 429 must not read as room.
+#[tokio::test]
+async fn a_refusal_s_headers_name_a_limit_that_denied() {
+    let s = server().await;
+    s.ask(one("units", &[("unit", "minute")])).await;
+    s.ask(one("units", &[("unit", "minute")])).await;
+    s.ask(one("units", &[("unit", "hour")])).await;
+    let mut costly = descriptor(&[("unit", "hour")]);
+    costly.hits_addend = Some(envoy_types::pb::google::protobuf::UInt64Value { value: 3 });
+    // minute: 1 left and passing; hour: 2 left, denied (its cost 3 is over what is left).
+    let r = s
+        .ask(request(
+            "units",
+            vec![descriptor(&[("unit", "minute")]), costly],
+        ))
+        .await;
+    assert_eq!(r.overall_code, OVER_LIMIT);
+    assert_eq!(r.statuses[0].code, OK);
+    assert_eq!(
+        header(&r, "ratelimit-policy"),
+        Some("\"unit_hour\";q=3;w=3600")
+    );
+    assert_eq!(header(&r, "x-ratelimit-remaining"), Some("2"));
+}
+
 #[tokio::test]
 async fn metrics_are_labelled_grpc_with_the_rule_and_domain() {
     let s = server().await;
