@@ -325,8 +325,11 @@ fn a_limit_scaled_as_the_engine_does_keeps_usage_already_counted() {
         (later.allowed, later.retry_after),
         (false, Some(6 * SECOND))
     );
-    assert!(peek(state.as_ref(), T0 + 12 * SECOND, &half, 1).allowed);
-    // Counted at the new rate from then on: 4 left (30 s at 6 s) become 48 s at 12 s.
+    let passes = peek(state.as_ref(), T0 + 12 * SECOND, &half, 1);
+    assert!(passes.allowed);
+    // Counted at the new rate from then on: 4 left (30 s at 6 s) become 48 s at 12 s, and the
+    // reset a passing check announces is the one counting leaves.
+    assert_eq!(passes.reset_after, 60 * SECOND);
     assert_eq!(
         consume(&mut state, T0 + 12 * SECOND, &half, 1),
         T0 + 12 * SECOND + 60 * SECOND

@@ -49,11 +49,14 @@ pub(super) fn peek(state: Option<&State>, now: Micros, rate: &Rate, cost: u64) -
     }
     let next_debt = debt.saturating_add(cost.saturating_mul(t));
     if next_debt <= tolerance {
+        // Counting converts the debt to the interval in force (`consume`): the reset is the
+        // debt that leaves, not the one judged.
+        let current = current.max(1);
         return Outcome {
             allowed: true,
             limit: burst,
             remaining: remaining_with(next_debt),
-            reset_after: next_debt,
+            reset_after: rescaled(debt, t, current).saturating_add(cost.saturating_mul(current)),
             retry_after: Some(0),
         };
     }

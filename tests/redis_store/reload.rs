@@ -103,7 +103,7 @@ fn envoy_limits_and_lifted_limits_are_checked_for_luas_precision() {
     assert_eq!(names(&loaded).len(), 1, "{:?}", names(&loaded));
     for load in [
         "low_factor: 3",
-        "high_factor: 3, low_factor: 1",
+        "high_factor: 3, low_factor: 3",
         "factor_override: 3, low_factor: 1",
     ] {
         let lifted = format!("{policy}envoy_config: envoy\nadaptive: {{ load: {{ {load} }} }}\n");

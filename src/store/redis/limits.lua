@@ -185,7 +185,11 @@ local function gcra_peek(st, now, w, requests, burst, cost)
   local tolerance = burst * t
   if cost > burst then return never(burst, gcra_remaining(tolerance, debt, t), debt) end
   local next_debt = debt + cost * t
-  if next_debt <= tolerance then return {1, burst, gcra_remaining(tolerance, next_debt, t), next_debt, 0} end
+  if next_debt <= tolerance then
+    -- The reset is the debt counting leaves: converted to the interval in force (gcra_consume).
+    local iv = math.max(current, 1)
+    return {1, burst, gcra_remaining(tolerance, next_debt, t), rescaled(debt, t, iv) + cost * iv, 0}
+  end
   return {0, burst, gcra_remaining(tolerance, debt, t), debt, next_debt - tolerance}
 end
 local function gcra_consume(c, st, now, cost)
