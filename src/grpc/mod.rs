@@ -46,9 +46,25 @@ pub async fn serve(
     engine: Arc<Engine>,
     shutdown: impl Future<Output = ()> + Send,
 ) -> Result<(), GrpcError> {
-    let (reporter, health) = tonic_health::server::health_reporter();
+    let (reporter, _) = tonic_health::server::health_reporter();
+    let (draining, drained) = tokio::sync::watch::channel(false);
+    let health = tonic_health::pb::health_server::HealthServer::new(health::DrainingHealth::new(
+        &reporter, drained,
+    ));
     let status = health::check_once(&engine, &reporter).await;
-    let readiness = tokio::spawn(health::track_readiness(engine.clone(), reporter, status));
+    let readiness = tokio::spawn(health::track_readiness(
+        engine.clone(),
+        reporter.clone(),
+        status,
+    ));
+    let tracking = readiness.abort_handle();
+    let shutdown = async move {
+        shutdown.await;
+        // No readiness update may turn a watcher back to SERVING once it heard the stop.
+        readiness.abort();
+        let _ = readiness.await;
+        health::drain(&reporter, &draining).await;
+    };
     let reflection_v1 = tonic_reflection::server::Builder::configure()
         .register_encoded_file_descriptor_set(RLS_DESCRIPTORS)
         .register_encoded_file_descriptor_set(tonic_health::pb::FILE_DESCRIPTOR_SET)
@@ -67,6 +83,6 @@ pub async fn serve(
         .add_service(reflection_v1alpha)
         .serve_with_incoming_shutdown(connections, shutdown)
         .await;
-    readiness.abort();
+    tracking.abort();
     Ok(served?)
 }

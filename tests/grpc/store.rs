@@ -191,3 +191,37 @@ async fn health_watch_sends_only_changes() {
         "an unchanged status was sent again: {next:?}"
     );
 }
+
+/// When the server drains, a watcher hears `NOT_SERVING` and its stream ends: an open watch
+/// once held the daemon's stop up for its whole 15 s bound.
+#[tokio::test]
+async fn a_watch_hears_the_stop_and_ends() {
+    let s = start(policy_with(crate::common::EXAMPLE_POLICY, None)).await;
+    let channel = tonic::transport::Endpoint::from_shared(format!("http://{}", s.addr))
+        .unwrap()
+        .connect()
+        .await
+        .unwrap();
+    let mut stream = HealthClient::new(channel)
+        .watch(HealthCheckRequest {
+            service: String::new(),
+        })
+        .await
+        .unwrap()
+        .into_inner();
+    let first = stream.message().await.unwrap().expect("the current status");
+    assert_eq!(first.status, ServingStatus::Serving as i32);
+    drop(s);
+    let within = Duration::from_secs(2);
+    let last = tokio::time::timeout(within, stream.message())
+        .await
+        .expect("no word of the stop");
+    assert_eq!(
+        last.unwrap().map(|m| m.status),
+        Some(ServingStatus::NotServing as i32)
+    );
+    let end = tokio::time::timeout(within, stream.message())
+        .await
+        .expect("the stream stayed open");
+    assert!(matches!(end, Ok(None)), "{end:?}");
+}
