@@ -51,7 +51,6 @@ pub(super) fn peek(state: Option<&State>, now: Micros, rate: &Rate, cost: u64) -
     if next_debt <= tolerance {
         // Counting converts the debt to the interval in force (`consume`): the reset is the
         // debt that leaves, not the one judged.
-        let current = current.max(1);
         return Outcome {
             allowed: true,
             limit: burst,

@@ -39,7 +39,8 @@ pub struct DescriptorsDecision {
     /// One per descriptor, in order.
     pub outcomes: Vec<DescriptorOutcome>,
     /// The decision the call's rate limit headers show: the limit with the least remaining
-    /// (ties: the shorter window), allowed as the call is, retrying when all its denials could
+    /// (ties: the shorter window; on a denial, among the limits that denied), allowed as the
+    /// call is, retrying when all its denials could
     /// pass; `None` when a limit of 0 or a refused descriptor blocks the call.
     pub headline: Option<Decision>,
 }

@@ -18,7 +18,7 @@
 //!   no raw `\` in a path, so no client means anything else by it; `%5C` is kept);
 //! - a byte no URI holds raw (a control, a space, a non-ASCII byte, a backtick, `"<>[]^{|}`) is
 //!   percent-encoded (§2.1), as browsers and proxies send it, so `/café` and `/caf%C3%A9` are
-//!   one endpoint (and a rule written either way matches both);
+//!   one endpoint (a rule is written in the encoded form, which matches both);
 //! - runs of `/` are merged into one, then dot-segments are removed (§5.2.4; a `..` above the
 //!   root stays at the root), as nginx's `merge_slashes` and Go's `path.Clean` do.
 //!
@@ -365,7 +365,15 @@ pub fn normal_prefix(body: &str) -> String {
     };
     let (complete, partial) = body.split_at(last_slash + 1);
     let mut out = normalise(complete).into_owned();
-    push_percent_normalised(&mut out, partial, EncodedSlash::Decoded);
+    // An unfinished percent-encoding at the end (`%2`) may go on in a request: it stays.
+    let bytes = partial.as_bytes();
+    let unfinished = (0..bytes.len())
+        .rev()
+        .find(|&i| bytes[i] == b'%')
+        .filter(|&i| escape_at(bytes, i) == Escape::Unfinished)
+        .unwrap_or(bytes.len());
+    push_percent_normalised(&mut out, &partial[..unfinished], EncodedSlash::Decoded);
+    out.push_str(&partial[unfinished..].to_ascii_uppercase());
     out
 }
 

@@ -106,8 +106,8 @@ pub const BAD: &[(&str, &[&str])] = &[
         &["adaptive.load.low: must be below adaptive.load.high (0.5)"],
     ),
     (
-        "load_high_factor_above_low_factor",
-        &["adaptive.load.high_factor: must not be above adaptive.load.low_factor (2 is above 0.5)"],
+        "load_high_factor_above_one",
+        &["adaptive.load.high_factor: must be greater than 0 and at most 1"],
     ),
     (
         "anomaly_threshold_out_of_range",
@@ -119,7 +119,7 @@ pub const BAD: &[(&str, &[&str])] = &[
     ),
     (
         "factor_out_of_range",
-        &["adaptive.load.high_factor: must be greater than 0 and at most 10"],
+        &["adaptive.load.high_factor: must be greater than 0 and at most 1"],
     ),
     (
         "factor_override_out_of_range",

@@ -14,8 +14,8 @@ use axum::extract::{RawQuery, State};
 use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
 
-/// The largest value `load_factor_override`, `load_high_factor` and `load_low_factor` take
-/// (the policy file's bound for the factors).
+/// The largest value `load_factor_override` and `load_low_factor` take (the policy file's
+/// bound for the factors).
 pub const MAX_FACTOR: f64 = 10.0;
 
 /// The live tuning values.
@@ -35,10 +35,10 @@ pub struct ThresholdsBody {
     /// Smoothed CPU share below which limits grow, 0 to 1, below `load_high`.
     #[schema(example = 0.3)]
     pub load_low: f64,
-    /// Load factor above `load_high`: greater than 0, at most 10.
+    /// Load factor above `load_high`: greater than 0, at most 1.
     #[schema(example = 0.5)]
     pub load_high_factor: f64,
-    /// Load factor below `load_low`: greater than 0, at most 10.
+    /// Load factor below `load_low`: 1 to 10.
     #[schema(example = 1.5)]
     pub load_low_factor: f64,
     /// A load factor pinned by an operator (0 to 10), or null to follow the measured load.
@@ -113,14 +113,6 @@ impl ThresholdsPatch {
                 format!("field `{field}` must be between 0 and 1 (it is {x})"),
             )
         };
-        let factor = |field: &str, x: f64| {
-            check(
-                x > 0.0 && x <= MAX_FACTOR,
-                format!(
-                    "field `{field}` must be greater than 0 and at most {MAX_FACTOR} (it is {x})"
-                ),
-            )
-        };
         unit("anomaly_threshold", t.anomaly_threshold)?;
         unit("anomaly_factor", t.anomaly_factor)?;
         unit("load_high", t.load_high)?;
@@ -139,21 +131,21 @@ impl ThresholdsPatch {
                 )
             }));
         }
-        factor("load_high_factor", t.load_high_factor)?;
-        factor("load_low_factor", t.load_low_factor)?;
-        if t.load_high_factor > t.load_low_factor {
-            return Err(Problem::bad_request(if self.load_high_factor.is_some() {
-                format!(
-                    "field `load_high_factor` must not be above `load_low_factor` ({} is above {})",
-                    t.load_high_factor, t.load_low_factor
-                )
-            } else {
-                format!(
-                    "field `load_low_factor` must not be below `load_high_factor` ({} is below {})",
-                    t.load_low_factor, t.load_high_factor
-                )
-            }));
-        }
+        // As the policy file bounds them: limits shrink or stay under load, grow or stay idle.
+        check(
+            t.load_high_factor > 0.0 && t.load_high_factor <= 1.0,
+            format!(
+                "field `load_high_factor` must be greater than 0 and at most 1 (it is {})",
+                t.load_high_factor
+            ),
+        )?;
+        check(
+            (1.0..=MAX_FACTOR).contains(&t.load_low_factor),
+            format!(
+                "field `load_low_factor` must be between 1 and {MAX_FACTOR} (it is {})",
+                t.load_low_factor
+            ),
+        )?;
         if let Some(x) = t.load_factor_override {
             check(
                 (0.0..=MAX_FACTOR).contains(&x),

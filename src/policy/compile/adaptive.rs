@@ -28,8 +28,15 @@ pub(super) fn adaptive(e: &mut Errors, base_dir: &Path, raw: RawAdaptive) -> Ada
     }
 }
 
-fn factor(x: f64) -> Option<&'static str> {
-    (!(x > 0.0 && x <= 10.0)).then_some("must be greater than 0 and at most 10")
+/// Under high load limits shrink or stay; when idle they grow or stay. A factor on the other
+/// side of 1 is no setting anyone means (limits growing under load), and with `upstream`, where
+/// the two bound the factor, it would pin the factor at 1.
+fn high_factor(x: f64) -> Option<&'static str> {
+    (!(x > 0.0 && x <= 1.0)).then_some("must be greater than 0 and at most 1")
+}
+
+fn low_factor(x: f64) -> Option<&'static str> {
+    (!(1.0..=10.0).contains(&x)).then_some("must be between 1 and 10")
 }
 
 fn unit_interval(x: f64) -> Option<&'static str> {
@@ -66,9 +73,9 @@ fn load(e: &mut Errors, raw: RawLoad, interval: Duration) -> LoadSettings {
     let high = e.number("adaptive.load.high", &raw.high, 0.8, unit_interval);
     let low = e.number("adaptive.load.low", &raw.low, 0.3, unit_interval);
     // Compared only when both were accepted: a refused one stands in as its default.
-    // Name the default of the one the file leaves out: it is the key it did not write.
-    let absent = |leaf: &Leaf| matches!(leaf, None | Some(serde_yaml_ng::Value::Null));
     if e.len() == before && low >= high {
+        // Name the default of the one the file leaves out: it is the key it did not write.
+        let absent = |leaf: &Leaf| matches!(leaf, None | Some(serde_yaml_ng::Value::Null));
         let message = match (absent(&raw.low), absent(&raw.high)) {
             (true, _) => format!(
                 "is 0.3 when not given, which is not below adaptive.load.high ({high}): set a lower \
@@ -81,33 +88,17 @@ fn load(e: &mut Errors, raw: RawLoad, interval: Duration) -> LoadSettings {
         };
         e.push("adaptive.load.low", message);
     }
-    let before = e.len();
-    let high_factor = e.number("adaptive.load.high_factor", &raw.high_factor, 0.5, factor);
-    let low_factor = e.number("adaptive.load.low_factor", &raw.low_factor, 1.5, factor);
-    // Limits that grow under load and shrink when idle are no setting anyone means; with
-    // `upstream` the two bound the factor, and crossed they pin it at 1.
-    if e.len() == before && high_factor > low_factor {
-        let message = match (absent(&raw.high_factor), absent(&raw.low_factor)) {
-            (true, _) => format!(
-                "is 0.5 when not given, which is above adaptive.load.low_factor ({low_factor}): \
-                 set a lower adaptive.load.high_factor"
-            ),
-            (false, true) => format!(
-                "must not be above adaptive.load.low_factor, which is 1.5 when not given \
-                 ({high_factor} is)"
-            ),
-            (false, false) => format!(
-                "must not be above adaptive.load.low_factor ({high_factor} is above {low_factor})"
-            ),
-        };
-        e.push("adaptive.load.high_factor", message);
-    }
     LoadSettings {
         source,
         high,
         low,
-        high_factor,
-        low_factor,
+        high_factor: e.number(
+            "adaptive.load.high_factor",
+            &raw.high_factor,
+            0.5,
+            high_factor,
+        ),
+        low_factor: e.number("adaptive.load.low_factor", &raw.low_factor, 1.5, low_factor),
         smoothing: e.number("adaptive.load.smoothing", &raw.smoothing, 0.3, |x| {
             (!(x > 0.0 && x <= 1.0)).then_some("must be greater than 0 and at most 1")
         }),

@@ -152,6 +152,9 @@ fn prefix_rules_end_in_a_partial_segment() {
         assert!(!is_normal_prefix(not), "{not}");
     }
     assert_eq!(normal_prefix("/a b"), "/a%20b");
+    assert_eq!(normal_prefix("/files/é%2"), "/files/%C3%A9%2");
+    assert_eq!(normal_prefix("/api//%"), "/api/%");
+    assert!(is_normal_prefix(&normal_prefix("/files/é%2")));
 }
 
 #[test]

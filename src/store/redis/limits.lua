@@ -187,8 +187,8 @@ local function gcra_peek(st, now, w, requests, burst, cost)
   local next_debt = debt + cost * t
   if next_debt <= tolerance then
     -- The reset is the debt counting leaves: converted to the interval in force (gcra_consume).
-    local iv = math.max(current, 1)
-    return {1, burst, gcra_remaining(tolerance, next_debt, t), rescaled(debt, t, iv) + cost * iv, 0}
+    local reset = rescaled(debt, t, current) + cost * current
+    return {1, burst, gcra_remaining(tolerance, next_debt, t), reset, 0}
   end
   return {0, burst, gcra_remaining(tolerance, debt, t), debt, next_debt - tolerance}
 end
