@@ -208,6 +208,14 @@ fn openable(url: &str) -> Result<(), StoreUrlError> {
             ))
         }
         Ok(info) if info.redis_settings().db() < 0 => Err(refused("Invalid database number")),
+        Ok(info)
+            if matches!(
+                info.addr(),
+                redis::ConnectionAddr::Tcp(_, 0) | redis::ConnectionAddr::TcpTls { port: 0, .. }
+            ) =>
+        {
+            Err(refused("port 0 is no port (1 to 65535)"))
+        }
         Ok(_) => Ok(()),
     }
 }
@@ -445,6 +453,12 @@ mod tests {
                 "Redis URL did not parse",
             ),
             ("redis://", "redis://", "Missing hostname"),
+            ("redis://h:0/0", "redis://h:0/0", "port 0 is no port (1 to 65535)"),
+            (
+                "redis+cluster://h1:7000,h2:0",
+                "redis://h2:0",
+                "port 0 is no port (1 to 65535)",
+            ),
             (
                 "redis+cluster://:pw@h1:70x0",
                 "redis://:***@h1:70x0",

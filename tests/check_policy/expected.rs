@@ -144,6 +144,21 @@ pub const BAD: &[(&str, &[&str])] = &[
         &["adaptive.load.prometheus.url: is required"],
     ),
     (
+        "prometheus_url_with_query",
+        &[concat!(
+            "adaptive.load.prometheus.url: \"http://prometheus:9090/api?x=1\": a Prometheus URL ",
+            "has no user, query or fragment (only http://host[:port][/prefix]; the query goes in ",
+            "adaptive.load.prometheus.query)"
+        )],
+    ),
+    (
+        "prometheus_url_port_out_of_range",
+        &[concat!(
+            "adaptive.load.prometheus.url: \"http://prometheus:99999\": the port must be a ",
+            "number from 1 to 65535 (it is \"99999\")"
+        )],
+    ),
+    (
         "prometheus_https_url",
         &[concat!(
             "adaptive.load.prometheus.url: \"https://prometheus.example:9090\" is not an http:// ",

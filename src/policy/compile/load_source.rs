@@ -186,9 +186,26 @@ fn prometheus_url(url: &str) -> Result<String, String> {
     };
     let rest = url.strip_prefix("http://").ok_or_else(refused)?;
     let (authority, prefix) = rest.split_at(rest.find('/').unwrap_or(rest.len()));
-    let bad_char = |c: char| c.is_whitespace() || c.is_control() || "?#@".contains(c);
-    if authority.is_empty() || url.contains(bad_char) {
+    if authority.is_empty() || url.contains(|c: char| c.is_whitespace() || c.is_control()) {
         return Err(refused());
+    }
+    if url.contains(['?', '#', '@']) {
+        return Err(format!(
+            "{url:?}: a Prometheus URL has no user, query or fragment (only \
+             http://host[:port][/prefix]; the query goes in adaptive.load.prometheus.query)"
+        ));
+    }
+    // A port is 1 to 65535 (a bracketed IPv6 host holds colons of its own).
+    let port = authority
+        .rsplit_once(':')
+        .filter(|(host, _)| !host.starts_with('[') || host.ends_with(']'))
+        .map(|(_, port)| port);
+    if let Some(port) = port
+        && !matches!(port.parse::<u16>(), Ok(1..))
+    {
+        return Err(format!(
+            "{url:?}: the port must be a number from 1 to 65535 (it is {port:?})"
+        ));
     }
     Ok(format!(
         "http://{authority}{}",
