@@ -37,18 +37,16 @@ pub(super) fn request<'a>(
         return Err(format!("the endpoint is over {MAX_ENDPOINT_BYTES} bytes"));
     }
     let endpoint = sent.map(path_of);
-    let ip = match find("ip")
-        .map(|v| ("ip", v))
-        .or_else(|| find("remote_address").map(|v| ("remote_address", v)))
-    {
-        None => None,
-        Some((key, value)) => Some(
-            value
-                .parse::<IpAddr>()
-                .map(|ip| ip.to_canonical())
-                .map_err(|_| format!("entry {key} \"{value}\" is not an IP address"))?,
-        ),
-    };
+    // `ip` is the address when both are sent, but each must be one: `remote_address` may be
+    // the subject, and a subject that is no address would be a new counter per junk value.
+    let mut ip = None;
+    for key in ["ip", "remote_address"] {
+        let Some(value) = find(key) else { continue };
+        let address = value
+            .parse::<IpAddr>()
+            .map_err(|_| format!("entry {key} \"{value}\" is not an IP address"))?;
+        ip = ip.or(Some(address.to_canonical()));
+    }
     // As on HTTP: an empty tier is a tier no policy names, refused, not "no tier".
     let tier = find("tier");
     Ok(Some(Native {
@@ -112,5 +110,9 @@ mod tests {
     fn a_bad_address_is_named() {
         let err = request(&[("ip", "nope")], Cost::ONE).unwrap_err();
         assert_eq!(err, "entry ip \"nope\" is not an IP address");
+        // Also when `ip` is one: the other is checked, not ignored.
+        let both = [("remote_address", "not-an-ip"), ("ip", "192.0.2.55")];
+        let err = request(&both, Cost::ONE).unwrap_err();
+        assert_eq!(err, "entry remote_address \"not-an-ip\" is not an IP address");
     }
 }
