@@ -9,7 +9,7 @@ pub const BAD: &[(&str, &[&str])] = &[
     (
         "limit_name_with_colon",
         &[
-            "tiers.free.limits[0].name: \"per:minute\" may contain only letters, digits, '_', '-' and '.'",
+            "tiers.free.limits[0].name: \"per:minute\" may contain only ASCII letters, digits, '_', '-' and '.'",
         ],
     ),
     (

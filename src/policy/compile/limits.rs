@@ -35,7 +35,7 @@ pub(super) fn plain_name(e: &mut Errors, path: &str, name: &str) -> bool {
     if !plain {
         e.push(
             path,
-            format!("\"{name}\" may contain only letters, digits, '_', '-' and '.'"),
+            format!("\"{name}\" may contain only ASCII letters, digits, '_', '-' and '.'"),
         );
     }
     plain
