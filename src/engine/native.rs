@@ -113,6 +113,9 @@ mod tests {
         // Also when `ip` is one: the other is checked, not ignored.
         let both = [("remote_address", "not-an-ip"), ("ip", "192.0.2.55")];
         let err = request(&both, Cost::ONE).unwrap_err();
-        assert_eq!(err, "entry remote_address \"not-an-ip\" is not an IP address");
+        assert_eq!(
+            err,
+            "entry remote_address \"not-an-ip\" is not an IP address"
+        );
     }
 }

@@ -453,7 +453,11 @@ mod tests {
                 "Redis URL did not parse",
             ),
             ("redis://", "redis://", "Missing hostname"),
-            ("redis://h:0/0", "redis://h:0/0", "port 0 is no port (1 to 65535)"),
+            (
+                "redis://h:0/0",
+                "redis://h:0/0",
+                "port 0 is no port (1 to 65535)",
+            ),
             (
                 "redis+cluster://h1:7000,h2:0",
                 "redis://h2:0",
