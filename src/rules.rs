@@ -39,8 +39,9 @@ impl From<Policy> for Rules {
 /// (`--envoy-config`) takes the place of the file's folder. Every error of both is reported,
 /// the folder's under `envoy_config`.
 pub fn load(path: &Path, envoy_dir: Option<&Path>) -> Result<Rules, PolicyErrors> {
-    let text = std::fs::read_to_string(path)
-        .map_err(|e| PolicyErrors::single("", format!("cannot read {}: {e}", path.display())))?;
+    let text = read_policy_text(path).map_err(|problem| {
+        PolicyErrors::single("", format!("cannot read {}: {problem}", path.display()))
+    })?;
     let base = path.parent().unwrap_or(Path::new("."));
     let mut policy = Policy::from_yaml(&text, base)?;
     if let Some(dir) = envoy_dir {
@@ -64,6 +65,36 @@ pub fn load(path: &Path, envoy_dir: Option<&Path>) -> Result<Rules, PolicyErrors
     Ok(Rules {
         policy: Arc::new(policy),
         envoy,
+    })
+}
+
+/// The largest policy file read: policies are a few KiB, and a device (`/dev/zero`) must not
+/// be read until memory runs out.
+const MAX_POLICY_BYTES: u64 = 1 << 20;
+
+/// The policy file's text: a regular file (a pipe would hold a start-up or reload until its
+/// writer ends), at most [`MAX_POLICY_BYTES`], UTF-8 (the line of the first byte that is not).
+pub fn read_policy_text(path: &Path) -> Result<String, String> {
+    use std::io::Read;
+    // Asked before opening: opening a pipe waits for a writer.
+    match std::fs::metadata(path) {
+        Ok(m) if m.is_dir() => return Err("it is a folder".to_owned()),
+        Ok(m) if !m.is_file() => return Err("not a regular file".to_owned()),
+        Ok(_) => {}
+        Err(e) => return Err(e.to_string()),
+    }
+    let file = std::fs::File::open(path).map_err(|e| e.to_string())?;
+    let mut bytes = Vec::new();
+    file.take(MAX_POLICY_BYTES + 1)
+        .read_to_end(&mut bytes)
+        .map_err(|e| e.to_string())?;
+    if bytes.len() as u64 > MAX_POLICY_BYTES {
+        return Err("over 1 MiB: no policy is that long (is it the right file?)".to_owned());
+    }
+    String::from_utf8(bytes).map_err(|e| {
+        let valid = &e.as_bytes()[..e.utf8_error().valid_up_to()];
+        let line = valid.iter().filter(|&&b| b == b'\n').count() + 1;
+        format!("not UTF-8 text (line {line} holds a byte that is not)")
     })
 }
 

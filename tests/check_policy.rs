@@ -179,6 +179,37 @@ fn a_missing_file_is_one_error_without_a_path() {
     );
 }
 
+/// A device, a file that is no text or one far past any policy's size is refused by what it
+/// is, at once: `/dev/zero` was read until memory ran out.
+#[test]
+fn a_policy_file_that_is_no_policy_text_is_named_so() {
+    let message = |path: &Path| {
+        let errors = ratewarden::rules::load_policy(path).unwrap_err();
+        errors.0[0].message.clone()
+    };
+    let zero = Path::new("/dev/zero");
+    assert_eq!(message(zero), "cannot read /dev/zero: not a regular file");
+    let dir = tempfile::tempdir().unwrap();
+    let latin1 = dir.path().join("latin1.yaml");
+    std::fs::write(&latin1, b"default_tier: free\n# caf\xe9\n").unwrap();
+    assert_eq!(
+        message(&latin1),
+        format!(
+            "cannot read {}: not UTF-8 text (line 2 holds a byte that is not)",
+            latin1.display()
+        )
+    );
+    let huge = dir.path().join("huge.yaml");
+    std::fs::write(&huge, vec![b'#'; 2 << 20]).unwrap();
+    assert_eq!(
+        message(&huge),
+        format!(
+            "cannot read {}: over 1 MiB: no policy is that long (is it the right file?)",
+            huge.display()
+        )
+    );
+}
+
 #[test]
 fn valid_fixtures_compile() {
     for name in VALID {

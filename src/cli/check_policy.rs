@@ -73,7 +73,7 @@ fn with_model_problem(file: &Path, errors: &PolicyErrors) -> Vec<String> {
 /// The model path `file` names (relative to its folder, as the compiler reads it), if the
 /// file is YAML with a string there.
 fn model_named_in(file: &Path) -> Option<PathBuf> {
-    let text = std::fs::read_to_string(file).ok()?;
+    let text = rules::read_policy_text(file).ok()?;
     let value: serde_yaml_ng::Value =
         serde_yaml_ng::from_str(crate::files::without_byte_order_mark(&text)).ok()?;
     let model = value
