@@ -91,8 +91,10 @@ impl MemoryStore {
         &self.clock
     }
 
+    /// Both halves of the key count: a key's low bits are its subject's alone (the limit's
+    /// mix leaves them zero), which once put every key of a subject in one shard.
     fn shard_of(key: u128) -> usize {
-        (key as usize) % SHARDS
+        (((key >> 64) as u64 ^ key as u64) as usize) % SHARDS
     }
 
     /// Applies one request under the locks of its shards.
@@ -248,5 +250,29 @@ impl Store for MemoryStore {
         };
         self.any_tiers.store(!tiers.is_empty(), Ordering::Relaxed);
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::limit::{KeyHash, LimitId, hash_limit_id};
+
+    /// One subject's keys spread over the shards like anyone's: all in one shard, a store of
+    /// 2 keys a shard refused a subject's first request of 3 limits.
+    #[test]
+    fn a_subject_s_keys_spread_over_the_shards() {
+        let subject = KeyHash(0x0123_4567_89ab_cdef_fedc_ba98_7654_3210);
+        let shards: std::collections::BTreeSet<usize> = (0..32)
+            .map(|i| {
+                let id = format!("t:free:limit{i}");
+                let limit = LimitId {
+                    name: &id,
+                    hash: hash_limit_id(&id),
+                };
+                MemoryStore::shard_of(subject.with_limit(&limit))
+            })
+            .collect();
+        assert!(shards.len() > 24, "{shards:?}");
     }
 }
