@@ -163,15 +163,11 @@ async fn store_failure_follows_on_error_and_health_follows_readiness() {
     wait_health(&deny, ServingStatus::Serving).await;
 }
 
-/// The health protocol sends a `Watch` message only when the status changes; the daemon once
-/// sent its unchanged status every second.
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn health_watch_sends_only_changes() {
-    let envoy = envoy_dir();
-    let redis = RedisServer::start();
-    let s = on_redis(&redis, "deny", envoy.path()).await;
-    wait_health(&s, ServingStatus::Serving).await;
-    let channel = tonic::transport::Endpoint::from_shared(format!("http://{}", s.addr))
+/// A `Health/Watch` stream on the whole server, past its first message (`SERVING`).
+async fn watch_serving(
+    addr: std::net::SocketAddr,
+) -> tonic::Streaming<tonic_health::pb::HealthCheckResponse> {
+    let channel = tonic::transport::Endpoint::from_shared(format!("http://{addr}"))
         .unwrap()
         .connect()
         .await
@@ -185,6 +181,18 @@ async fn health_watch_sends_only_changes() {
         .into_inner();
     let first = stream.message().await.unwrap().expect("the current status");
     assert_eq!(first.status, ServingStatus::Serving as i32);
+    stream
+}
+
+/// The health protocol sends a `Watch` message only when the status changes; the daemon once
+/// sent its unchanged status every second.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn health_watch_sends_only_changes() {
+    let envoy = envoy_dir();
+    let redis = RedisServer::start();
+    let s = on_redis(&redis, "deny", envoy.path()).await;
+    wait_health(&s, ServingStatus::Serving).await;
+    let mut stream = watch_serving(s.addr).await;
     let next = tokio::time::timeout(Duration::from_millis(2500), stream.message()).await;
     assert!(
         next.is_err(),
@@ -197,20 +205,7 @@ async fn health_watch_sends_only_changes() {
 #[tokio::test]
 async fn a_watch_hears_the_stop_and_ends() {
     let s = start(policy_with(crate::common::EXAMPLE_POLICY, None)).await;
-    let channel = tonic::transport::Endpoint::from_shared(format!("http://{}", s.addr))
-        .unwrap()
-        .connect()
-        .await
-        .unwrap();
-    let mut stream = HealthClient::new(channel)
-        .watch(HealthCheckRequest {
-            service: String::new(),
-        })
-        .await
-        .unwrap()
-        .into_inner();
-    let first = stream.message().await.unwrap().expect("the current status");
-    assert_eq!(first.status, ServingStatus::Serving as i32);
+    let mut stream = watch_serving(s.addr).await;
     drop(s);
     let within = Duration::from_secs(2);
     let last = tokio::time::timeout(within, stream.message())
