@@ -258,3 +258,18 @@ fn load_sources_take_their_documented_defaults() {
         })
     );
 }
+
+#[test]
+fn load_factors_on_the_wrong_side_of_one_are_accepted_with_a_warning() {
+    let mut load = example().adaptive.load;
+    assert_eq!(load.inverted_factors(), Vec::<String>::new());
+    load.high_factor = 2.0;
+    load.low_factor = 0.5;
+    assert_eq!(
+        load.inverted_factors(),
+        [
+            "adaptive.load.high_factor is 2, above 1: limits grow under high load",
+            "adaptive.load.low_factor is 0.5, below 1: limits shrink on an idle machine",
+        ]
+    );
+}

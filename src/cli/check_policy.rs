@@ -9,12 +9,13 @@ use std::path::{Path, PathBuf};
 
 const MODEL_KEY: &str = "adaptive.anomaly.model";
 
-/// What `check-policy` prints for `file`, one line each, and whether it is valid.
+/// What `check-policy` prints for `file`, one line each (its warnings after `ok`), and whether it
+/// is valid.
 pub fn check(file: &Path) -> (Vec<String>, bool) {
     let shown = file.display();
     let summary = if file.is_dir() {
         rules::load_envoy_folder(file)
-            .map(|config| envoy_summary(&config))
+            .map(|config| (envoy_summary(&config), Vec::new()))
             .map_err(|errors| errors.lines_under(file))
     } else {
         rules::load(file, None)
@@ -26,15 +27,20 @@ pub fn check(file: &Path) -> (Vec<String>, bool) {
                     Some(config) => format!(", envoy_config: {}", envoy_summary(config)),
                     None => String::new(),
                 };
-                format!(
+                let summary = format!(
                     "{}, {}{envoy}",
                     plural(policy.tiers.len(), "tier", "tiers"),
                     plural(policy.endpoints.len(), "endpoint rule", "endpoint rules")
-                )
+                );
+                (summary, policy.adaptive.load.inverted_factors())
             })
     };
     match summary {
-        Ok(summary) => (vec![format!("{shown}: ok ({summary})")], true),
+        Ok((summary, warnings)) => {
+            let mut lines = vec![format!("{shown}: ok ({summary})")];
+            lines.extend(warnings.iter().map(|w| format!("{shown}: warning: {w}")));
+            (lines, true)
+        }
         Err(lines) => (
             lines
                 .iter()

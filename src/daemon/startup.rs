@@ -49,6 +49,9 @@ pub(super) fn log(policy: &Policy, model: &ModelSlot, load: (String, f64), admin
     };
     let (load_source, load_factor) = load;
     let load = &policy.adaptive.load;
+    for warning in load.inverted_factors() {
+        tracing::warn!("{warning}");
+    }
     tracing::info!(
         store = %policy.store.url.location(),
         on_error = %policy.store.on_error.label(),

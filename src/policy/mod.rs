@@ -120,6 +120,29 @@ pub struct LoadSettings {
     pub factor_override: Option<f64>,
 }
 
+impl LoadSettings {
+    /// What is odd about the load factors, when something is: a `high_factor` above 1 grows
+    /// limits under load, a `low_factor` below 1 shrinks them on an idle machine (and with
+    /// `upstream`, whose factor they bound on either side of 1, either keeps that side at 1).
+    /// The policy format allows both, so they are warned about, not refused.
+    pub fn inverted_factors(&self) -> Vec<String> {
+        let mut warnings = Vec::new();
+        if self.high_factor > 1.0 {
+            warnings.push(format!(
+                "adaptive.load.high_factor is {}, above 1: limits grow under high load",
+                self.high_factor
+            ));
+        }
+        if self.low_factor < 1.0 {
+            warnings.push(format!(
+                "adaptive.load.low_factor is {}, below 1: limits shrink on an idle machine",
+                self.low_factor
+            ));
+        }
+        warnings
+    }
+}
+
 #[derive(Debug, Clone, PartialEq)]
 pub struct AnomalySettings {
     pub model: Option<PathBuf>,

@@ -106,10 +106,6 @@ pub const BAD: &[(&str, &[&str])] = &[
         &["adaptive.load.low: must be below adaptive.load.high (0.5)"],
     ),
     (
-        "load_high_factor_above_one",
-        &["adaptive.load.high_factor: must be greater than 0 and at most 1"],
-    ),
-    (
         "anomaly_threshold_out_of_range",
         &["adaptive.anomaly.threshold: must be between 0 and 1"],
     ),
@@ -119,7 +115,7 @@ pub const BAD: &[(&str, &[&str])] = &[
     ),
     (
         "factor_out_of_range",
-        &["adaptive.load.high_factor: must be greater than 0 and at most 1"],
+        &["adaptive.load.high_factor: must be greater than 0 and at most 10"],
     ),
     (
         "factor_override_out_of_range",

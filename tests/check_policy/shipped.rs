@@ -365,7 +365,7 @@ fn range_edges_are_inclusive_where_policy_md_says_so() {
             load.low_factor,
             load.smoothing
         ),
-        (0.0, 1.0, 1.0, 10.0, 1.0)
+        (0.0, 1.0, 10.0, 10.0, 1.0)
     );
     let anomaly = &policy.adaptive.anomaly;
     assert_eq!((anomaly.threshold, anomaly.factor), (0.0, 0.0));

@@ -149,23 +149,23 @@ async fn invalid_thresholds_are_400_naming_the_field_and_change_nothing() {
         ),
         (
             r#"{"load_high_factor": 0}"#,
-            "field `load_high_factor` must be greater than 0 and at most 1 (it is 0)",
+            "field `load_high_factor` must be greater than 0 and at most 10 (it is 0)",
         ),
         (
-            r#"{"load_high_factor": 1.5}"#,
-            "field `load_high_factor` must be greater than 0 and at most 1 (it is 1.5)",
+            r#"{"load_high_factor": 10.5}"#,
+            "field `load_high_factor` must be greater than 0 and at most 10 (it is 10.5)",
         ),
         (
-            r#"{"load_low_factor": 0.5}"#,
-            "field `load_low_factor` must be between 1 and 10 (it is 0.5)",
+            r#"{"load_low_factor": 0}"#,
+            "field `load_low_factor` must be greater than 0 and at most 10 (it is 0)",
         ),
         (
             r#"{"load_low_factor": 10.5}"#,
-            "field `load_low_factor` must be between 1 and 10 (it is 10.5)",
+            "field `load_low_factor` must be greater than 0 and at most 10 (it is 10.5)",
         ),
         (
             r#"{"load_low_factor": -2}"#,
-            "field `load_low_factor` must be between 1 and 10 (it is -2)",
+            "field `load_low_factor` must be greater than 0 and at most 10 (it is -2)",
         ),
         (
             r#"{"load_factor_override": 11}"#,

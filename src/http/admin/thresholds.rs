@@ -14,8 +14,8 @@ use axum::extract::{RawQuery, State};
 use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
 
-/// The largest value `load_factor_override` and `load_low_factor` take (the policy file's
-/// bound for the factors).
+/// The largest value `load_factor_override`, `load_high_factor` and `load_low_factor` take
+/// (the policy file's bound for the factors).
 pub const MAX_FACTOR: f64 = 10.0;
 
 /// The live tuning values.
@@ -35,10 +35,10 @@ pub struct ThresholdsBody {
     /// Smoothed CPU share below which limits grow, 0 to 1, below `load_high`.
     #[schema(example = 0.3)]
     pub load_low: f64,
-    /// Load factor above `load_high`: greater than 0, at most 1.
+    /// Load factor above `load_high`: greater than 0, at most 10 (above 1 grows limits under load).
     #[schema(example = 0.5)]
     pub load_high_factor: f64,
-    /// Load factor below `load_low`: 1 to 10.
+    /// Load factor below `load_low`: greater than 0, at most 10 (below 1 shrinks idle limits).
     #[schema(example = 1.5)]
     pub load_low_factor: f64,
     /// A load factor pinned by an operator (0 to 10), or null to follow the measured load.
@@ -131,21 +131,18 @@ impl ThresholdsPatch {
                 )
             }));
         }
-        // As the policy file bounds them: limits shrink or stay under load, grow or stay idle.
-        check(
-            t.load_high_factor > 0.0 && t.load_high_factor <= 1.0,
-            format!(
-                "field `load_high_factor` must be greater than 0 and at most 1 (it is {})",
-                t.load_high_factor
-            ),
-        )?;
-        check(
-            (1.0..=MAX_FACTOR).contains(&t.load_low_factor),
-            format!(
-                "field `load_low_factor` must be between 1 and {MAX_FACTOR} (it is {})",
-                t.load_low_factor
-            ),
-        )?;
+        // As the policy file bounds them.
+        for (field, x) in [
+            ("load_high_factor", t.load_high_factor),
+            ("load_low_factor", t.load_low_factor),
+        ] {
+            check(
+                x > 0.0 && x <= MAX_FACTOR,
+                format!(
+                    "field `{field}` must be greater than 0 and at most {MAX_FACTOR} (it is {x})"
+                ),
+            )?;
+        }
         if let Some(x) = t.load_factor_override {
             check(
                 (0.0..=MAX_FACTOR).contains(&x),

@@ -28,15 +28,10 @@ pub(super) fn adaptive(e: &mut Errors, base_dir: &Path, raw: RawAdaptive) -> Ada
     }
 }
 
-/// Under high load limits shrink or stay; when idle they grow or stay. A factor on the other
-/// side of 1 is no setting anyone means (limits growing under load), and with `upstream`, where
-/// the two bound the factor, it would pin the factor at 1.
-fn high_factor(x: f64) -> Option<&'static str> {
-    (!(x > 0.0 && x <= 1.0)).then_some("must be greater than 0 and at most 1")
-}
-
-fn low_factor(x: f64) -> Option<&'static str> {
-    (!(1.0..=10.0).contains(&x)).then_some("must be between 1 and 10")
+/// Either load factor is in (0, 10], as the policy format states. One on the wrong side of 1 is
+/// accepted and warned about ([`LoadSettings::inverted_factors`]).
+fn factor(x: f64) -> Option<&'static str> {
+    (!(x > 0.0 && x <= 10.0)).then_some("must be greater than 0 and at most 10")
 }
 
 fn unit_interval(x: f64) -> Option<&'static str> {
@@ -92,13 +87,8 @@ fn load(e: &mut Errors, raw: RawLoad, interval: Duration) -> LoadSettings {
         source,
         high,
         low,
-        high_factor: e.number(
-            "adaptive.load.high_factor",
-            &raw.high_factor,
-            0.5,
-            high_factor,
-        ),
-        low_factor: e.number("adaptive.load.low_factor", &raw.low_factor, 1.5, low_factor),
+        high_factor: e.number("adaptive.load.high_factor", &raw.high_factor, 0.5, factor),
+        low_factor: e.number("adaptive.load.low_factor", &raw.low_factor, 1.5, factor),
         smoothing: e.number("adaptive.load.smoothing", &raw.smoothing, 0.3, |x| {
             (!(x > 0.0 && x <= 1.0)).then_some("must be greater than 0 and at most 1")
         }),
