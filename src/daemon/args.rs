@@ -19,7 +19,7 @@ pub struct ServeArgs {
     #[arg(long, env = "RATEWARDEN_ENVOY_CONFIG")]
     pub envoy_config: Option<PathBuf>,
     /// Secret from which store keys are derived; a random one per process when unset.
-    #[arg(long, env = "RATEWARDEN_HASH_KEY", hide_env_values = true)]
+    #[arg(long, env = "RATEWARDEN_HASH_KEY", hide_env_values = true, value_parser = hash_key)]
     pub hash_key: Option<String>,
     /// Bearer token of the admin API; the admin API answers 404 when unset.
     #[arg(long, env = "RATEWARDEN_ADMIN_TOKEN", hide_env_values = true)]
@@ -41,6 +41,16 @@ impl ServeArgs {
             .as_deref()
             .map(str::trim)
             .filter(|t| !t.is_empty())
+    }
+}
+
+/// Any non-empty string. An empty one is refused rather than read as unset: a secret that a
+/// template or a missing file left empty would give each daemon its own random key, so daemons
+/// sharing a Redis would each count apart.
+fn hash_key(text: &str) -> Result<String, String> {
+    match text.is_empty() {
+        true => Err("the hash key (--hash-key, RATEWARDEN_HASH_KEY) is empty: set a secret, the same on every instance (left unset, each process uses a random one)".into()),
+        false => Ok(text.to_owned()),
     }
 }
 

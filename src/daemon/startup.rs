@@ -108,4 +108,22 @@ mod tests {
             "pinned by adaptive.load.factor_override"
         );
     }
+
+    #[test]
+    fn an_empty_hash_key_is_refused_not_read_as_unset() {
+        let refused = Serve::try_parse_from(["serve", "--hash-key", ""])
+            .err()
+            .expect("an empty hash key is refused");
+        assert!(
+            refused.to_string().contains(
+                "the hash key (--hash-key, RATEWARDEN_HASH_KEY) is empty: set a secret, the same \
+                 on every instance (left unset, each process uses a random one)"
+            ),
+            "{refused}"
+        );
+        assert_eq!(
+            serve_args(&["--hash-key", " "]).hash_key.as_deref(),
+            Some(" ")
+        );
+    }
 }
