@@ -436,3 +436,51 @@ async fn openapi_documents_exactly_the_served_routes() {
     let reply = get(&app.router, "/v1/checks", &[]).await;
     reply.assert_problem(StatusCode::NOT_FOUND, "no route for GET /v1/checks");
 }
+
+/// The members a schema declares, those of its `allOf` parts (references or inline) included.
+fn schema_members(doc: &Value, schema: &Value) -> BTreeSet<String> {
+    if let Some(reference) = schema["$ref"].as_str() {
+        let name = reference.rsplit('/').next().unwrap_or_default();
+        return schema_members(doc, &doc["components"]["schemas"][name]);
+    }
+    let mut members: BTreeSet<String> = schema["properties"]
+        .as_object()
+        .map(|p| p.keys().cloned().collect())
+        .unwrap_or_default();
+    for part in schema["allOf"].as_array().into_iter().flatten() {
+        members.extend(schema_members(doc, part));
+    }
+    members
+}
+
+#[tokio::test]
+async fn openapi_declares_every_member_of_a_denial() {
+    let app = app(EXAMPLE_POLICY);
+    let doc = get(&app.router, "/openapi.json", &[]).await.json();
+    let responses = &doc["paths"]["/v1/check"]["post"]["responses"];
+    for status in ["429", "503"] {
+        assert_eq!(
+            responses[status]["content"]["application/problem+json"]["schema"]["$ref"],
+            "#/components/schemas/Denial",
+            "{status}"
+        );
+    }
+    let declared = schema_members(&doc, &json!({"$ref": "#/components/schemas/Denial"}));
+    let request = json!({"user": "dora", "endpoint": "/api/search"});
+    let mut denial = post_json(&app.router, "/v1/check", &request).await;
+    while denial.status == StatusCode::OK {
+        denial = post_json(&app.router, "/v1/check", &request).await;
+    }
+    assert_eq!(denial.status, StatusCode::TOO_MANY_REQUESTS);
+    let body = denial.json();
+    let served: BTreeSet<String> = body.as_object().unwrap().keys().cloned().collect();
+    // `violated-policies` is an extension member: the Problem schema takes any.
+    let undeclared: Vec<&String> = served
+        .difference(&declared)
+        .filter(|m| *m != "violated-policies")
+        .collect();
+    assert!(undeclared.is_empty(), "not in the schema: {undeclared:?}");
+    for member in ["type", "title", "status", "detail", "allowed", "reason"] {
+        assert!(declared.contains(member), "{member}");
+    }
+}

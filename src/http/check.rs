@@ -2,7 +2,7 @@
 
 use super::AppState;
 use super::body::{Capped, JsonBody, MAX_BATCH_BODY_BYTES};
-use super::decision::{self, DecisionBody};
+use super::decision::{self, DecisionBody, Denial};
 use super::number::{NotInRange, whole_in};
 use super::problem::Problem;
 use crate::engine::{CheckError, CheckRequest, Cost, EndpointPath, MAX_COST, path_of};
@@ -145,11 +145,11 @@ pub fn undecidable(error: &CheckError, at: &str) -> Problem {
     request_body = CheckBody,
     responses(
         (status = 200, description = "Allowed", body = DecisionBody),
-        (status = 429, description = "Denied: the decision JSON with problem members", content_type = "application/problem+json", body = DecisionBody),
+        (status = 429, description = "Denied: the decision JSON with problem members", content_type = "application/problem+json", body = Denial),
         (status = 400, description = "Invalid request", body = Problem, content_type = "application/problem+json"),
         (status = 413, description = "Body over 64 KiB", body = Problem, content_type = "application/problem+json"),
         (status = 415, description = "Not JSON, a charset other than utf-8, or a Content-Encoding", body = Problem, content_type = "application/problem+json"),
-        (status = 503, description = "Store unavailable and store.on_error denies", body = Problem, content_type = "application/problem+json"),
+        (status = 503, description = "Store unavailable and store.on_error denies: the decision JSON with problem members", body = Denial, content_type = "application/problem+json"),
     )
 )]
 pub async fn check(

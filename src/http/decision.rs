@@ -196,9 +196,10 @@ pub fn add_headers(d: &Decision, headers: &mut HeaderMap) {
     }
 }
 
-/// One body that a decision client and a problem-details client both read.
-#[derive(Serialize)]
-struct Denial {
+/// One body that a decision client and a problem-details client both read: the body of a
+/// denied `/v1/check` (429, or 503 when the store is unavailable and `store.on_error` denies).
+#[derive(Serialize, ToSchema)]
+pub struct Denial {
     #[serde(flatten)]
     decision: DecisionBody,
     #[serde(flatten)]
