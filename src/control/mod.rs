@@ -29,7 +29,7 @@ pub use fleet_state::{Bucket, FleetFuture, FleetState, ListTail, Published};
 pub use load::{LoadController, LoadSampler, NoLoad, SystemLoad};
 pub use model_slot::ModelSlot;
 pub use prometheus::{PrometheusLoad, PrometheusReading, QueryError, query_once};
-pub use scoring::{BegunFlag, SECOND_SIGNAL_DEMAND, SECOND_SIGNAL_DENIED_RATIO};
+pub use scoring::{BegunFlag, SECOND_SIGNAL_DEMAND, SECOND_SIGNAL_DENIED_RATIO, TOLD_FEATURES};
 pub use source::{LoadReading, LoadSources, RuleReading};
 pub use upstream::{AGREEING, MARGIN, UpstreamGradient, UpstreamSignal, percentile};
 

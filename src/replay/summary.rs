@@ -77,6 +77,17 @@ pub struct FlaggedRow {
     pub requests: u64,
     pub denied: u64,
     pub label: Option<Label>,
+    /// Why, at its first flag: the features that pushed its score up most, largest first (the
+    /// daemon's flag log line names the same; empty for a kind of model whose score is not a
+    /// sum of contributions).
+    pub top_features: Vec<FeatureContribution>,
+}
+
+/// One feature's contribution to a score's logit.
+#[derive(Debug, Clone, Serialize)]
+pub struct FeatureContribution {
+    pub feature: &'static str,
+    pub contribution: f64,
 }
 
 /// A subject that was never flagged, and why.

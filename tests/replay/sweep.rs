@@ -199,13 +199,33 @@ fn sweep_rows_match_a_direct_count_of_the_decisions_and_the_plot_is_a_png() {
 }
 
 /// Episodes are runs of flagged cycles (a flag lasts at least `hold`, 5 minutes: a handful in
-/// 20 minutes, where a count of flagged cycles would be hundreds); every subject labelled abuse
-/// is flagged or listed with why; the subjects never scored are counted and the busiest listed.
+/// 20 minutes, where a count of flagged cycles would be hundreds); each flag says which
+/// features carried it, as the daemon's log line does; every subject labelled abuse is flagged
+/// or listed with why; the subjects never scored are counted and the busiest listed.
 fn assert_flags_and_misses(summary: &Value, table: &str) {
     let flagged = summary["flagged"].as_array().unwrap();
+    let weighed = [
+        "interarrival_cv",
+        "client_error_ratio",
+        "address_spread",
+        "limit_demand",
+    ];
     for row in flagged {
         let episodes = row["episodes"].as_u64().unwrap();
         assert!((1..=5).contains(&episodes), "{row}");
+        let why = row["top_features"].as_array().unwrap();
+        assert!((1..=3).contains(&why.len()), "{row}");
+        let contributions: Vec<f64> = why
+            .iter()
+            .map(|f| f["contribution"].as_f64().unwrap())
+            .collect();
+        assert!(contributions.windows(2).all(|w| w[0] >= w[1]), "{row}");
+        assert!(contributions[0] > 0.0, "{row}");
+        assert!(
+            why.iter()
+                .all(|f| weighed.contains(&f["feature"].as_str().unwrap())),
+            "{row}"
+        );
         let shown = format!(
             "{} episode{}",
             episodes,

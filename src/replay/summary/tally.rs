@@ -3,7 +3,8 @@
 mod unflagged;
 
 use super::{
-    FlaggedRow, LabelStats, ReasonCounts, RuleRow, SubjectRow, Summary, TOP, TierRow, Timeline,
+    FeatureContribution, FlaggedRow, LabelStats, ReasonCounts, RuleRow, SubjectRow, Summary, TOP,
+    TierRow, Timeline,
 };
 use crate::clock::Micros;
 use crate::engine::{CheckError, Decision, Reason};
@@ -12,8 +13,11 @@ use crate::replay::traffic::{Record, Traffic};
 use crate::simulate::Label;
 use std::collections::HashMap;
 
-#[derive(Debug, Clone, Copy)]
+#[derive(Debug, Clone)]
 struct Flag {
+    /// The features that pushed its score up most at its first flag, with their
+    /// contributions to the logit (empty until explained).
+    why: Vec<(&'static str, f64)>,
     first: Micros,
     episodes: u64,
     max_score: f64,
@@ -170,6 +174,7 @@ impl Tally {
         }
         for (subject, score) in flagged {
             let flag = self.flags.entry(subject).or_insert(Flag {
+                why: Vec::new(),
                 first: now,
                 episodes: 0,
                 max_score: score,
@@ -180,6 +185,20 @@ impl Tally {
             // A run of consecutive flagged cycles is one episode.
             flag.episodes += u64::from(!flag.was && !flag.now);
             flag.now = true;
+        }
+    }
+
+    /// Notes why each subject of `flagged` was flagged, for those not explained yet: at their
+    /// first flag, as the daemon's log line names it.
+    pub fn explain_first_flags<H>(
+        &mut self,
+        flagged: impl Iterator<Item = (u32, H)>,
+        explain: impl Fn(H) -> Vec<(&'static str, f64)>,
+    ) {
+        for (subject, hash) in flagged {
+            if let Some(flag) = self.flags.get_mut(&subject).filter(|f| f.why.is_empty()) {
+                flag.why = explain(hash);
+            }
         }
     }
 
@@ -253,6 +272,14 @@ impl Tally {
                 requests: self.per_subject[s as usize].0,
                 denied: self.per_subject[s as usize].1,
                 label: labels[s as usize],
+                top_features: f
+                    .why
+                    .iter()
+                    .map(|&(feature, contribution)| FeatureContribution {
+                        feature,
+                        contribution,
+                    })
+                    .collect(),
             })
             .collect();
         flagged.sort_by(|a, b| {
