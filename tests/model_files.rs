@@ -278,3 +278,22 @@ fn a_gmm_file_loads_and_scores_in_the_unit_interval() {
         assert!(scores.iter().all(|s| (0.0..=1.0).contains(s)), "{scores:?}");
     }
 }
+
+#[test]
+fn a_version_names_what_the_file_holds_until_the_file_is_edited() {
+    let shipped = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("models/abuse.json");
+    let text = std::fs::read_to_string(&shipped).unwrap();
+    assert!(Model::from_json(&text).unwrap().version_matches());
+    // A training range cut by hand: the same version, other scores.
+    let mut value: serde_json::Value = serde_json::from_str(&text).unwrap();
+    value["preprocessing"]["high"][8] = serde_json::json!(0.8);
+    let edited = Model::from_json(&value.to_string()).unwrap();
+    assert!(!edited.version_matches());
+    // A version of an operator's own says nothing of the contents.
+    value["version"] = serde_json::json!("acme-2026-12");
+    assert!(
+        Model::from_json(&value.to_string())
+            .unwrap()
+            .version_matches()
+    );
+}

@@ -176,10 +176,31 @@ impl Model {
             evaluation: None,
         };
         // The version names the parameters: two files with one version score alike.
-        let text = file::render(&model);
-        let digest = blake3::hash(text.as_bytes()).to_hex();
-        model.version = format!("{}-{}", model.kind(), &digest[..8]);
+        model.version = model.computed_version();
         model
+    }
+
+    /// `<kind>-<8 hex digits>` of a hash of the file the model renders to without its
+    /// version and evaluation: the parameters and the training record.
+    fn computed_version(&self) -> String {
+        let mut bare = self.clone();
+        bare.version.clear();
+        bare.evaluation = None;
+        let digest = blake3::hash(file::render(&bare).as_bytes()).to_hex();
+        format!("{}-{}", self.kind(), &digest[..8])
+    }
+
+    /// Whether the version names what the file holds. A version of the form `train` writes
+    /// whose hash does not match means the file was edited after training: it scores unlike
+    /// the model of that version, under its name. Any other version is a name an operator
+    /// chose, and says nothing of the contents.
+    pub fn version_matches(&self) -> bool {
+        let of_trains_form = self.version.split_once('-').is_some_and(|(kind, hex)| {
+            kind == self.kind().label()
+                && hex.len() == 8
+                && hex.bytes().all(|b| b.is_ascii_hexdigit())
+        });
+        !of_trains_form || self.version == self.computed_version()
     }
 
     /// Reads and checks a model file.
