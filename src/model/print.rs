@@ -36,9 +36,9 @@ pub fn print_report(report: &TrainReport) {
         e.subjects.normal + e.subjects.abuse
     );
     say!(
-        "  threshold {:.2}: precision {:.4}  recall {:.4}  false positive rate {:.5}",
+        "  threshold {:.2}: precision {}  recall {:.4}  false positive rate {:.5}",
         e.threshold,
-        e.precision,
+        precision(e.precision, e.recall, e.false_positive_rate),
         e.recall,
         e.false_positive_rate
     );
@@ -65,13 +65,8 @@ pub fn print_report(report: &TrainReport) {
     }
     print_thresholds(e);
     print_bins(e);
-    if !e.leave_one_archetype_out.is_empty() {
-        print_graded(
-            "leave one archetype out (a model fitted without each archetype, scored on all of its subjects):",
-            &e.leave_one_archetype_out,
-        );
-    }
     if !report.archetypes.is_empty() {
+        say!("held out, by archetype (at {:.2}):", e.threshold);
         say!("  archetype                  label   subjects flagged   samples flagged");
         for a in &report.archetypes {
             say!(
@@ -84,6 +79,12 @@ pub fn print_report(report: &TrainReport) {
                 a.samples_flagged
             );
         }
+    }
+    if !e.leave_one_archetype_out.is_empty() {
+        print_graded(
+            "leave one archetype out (a model fitted without each archetype, scored on all of its subjects):",
+            &e.leave_one_archetype_out,
+        );
     }
 }
 
@@ -101,13 +102,22 @@ fn print_bins(e: &Evaluation) {
     }
 }
 
+/// Precision to four places, or `n/a` where nothing was flagged (it has no value there).
+fn precision(precision: f64, recall: f64, false_positive_rate: f64) -> String {
+    if recall == 0.0 && false_positive_rate == 0.0 {
+        "n/a".to_owned()
+    } else {
+        format!("{precision:.4}")
+    }
+}
+
 fn print_thresholds(e: &Evaluation) {
     say!("  threshold  precision  recall  false positive rate  subjects flagged (abusive, normal)");
     for row in &e.thresholds {
         say!(
-            "  {:>9.2}  {:>9.4}  {:>6.4}  {:>19.5}  {:>8} {:>7}",
+            "  {:>9.2}  {:>9}  {:>6.4}  {:>19.5}  {:>8} {:>7}",
             row.threshold,
-            row.precision,
+            precision(row.precision, row.recall, row.false_positive_rate),
             row.recall,
             row.false_positive_rate,
             row.abuse_flagged,
