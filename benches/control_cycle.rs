@@ -62,7 +62,6 @@ fn bench(c: &mut Criterion) {
                     denied: s % 50 == 0,
                     usage: (s % 10) as f64 / 10.0,
                     overflow: 0.002,
-                    refused: s % 50 == 0,
                 },
             );
         }

@@ -3,14 +3,13 @@
 //! of them: a flag must not erase the usage that earned it (the flag would then end and begin
 //! again), and denials that only the scaling caused must not count as the policy's refusals (a
 //! flag would feed itself). A request past the limits as written counts as `train` counts it,
-//! even when an idle machine's load factor lets it through. The 429s a gateway reports for
-//! the daemon's own denials are not client errors either.
+//! even when an idle machine's load factor lets it through.
 
 mod common;
 
 use common::{EXAMPLE_POLICY, check, engine};
 use ratewarden::clock::ManualClock;
-use ratewarden::engine::{CheckRequest, EndpointPath, Engine, Outcome, Reason, SubjectStanding};
+use ratewarden::engine::{CheckRequest, Engine, Reason, SubjectStanding};
 use ratewarden::store::MemoryStore;
 
 use std::time::Duration;
@@ -113,29 +112,4 @@ async fn a_request_past_the_limits_as_written_counts_even_when_an_idle_machine_l
         let overflow = if n > 5 { 1.0 / 150.0 } else { 0.0 };
         assert_eq!(d.limit_overflow, overflow, "request {n}");
     }
-}
-
-#[tokio::test]
-async fn the_429s_a_gateway_reports_for_its_own_denials_do_not_count_as_client_errors() {
-    let (engine, clock) = engine(EXAMPLE_POLICY);
-    spend(&engine, &clock, 60).await;
-    flag(&engine);
-    let report = |status| Outcome {
-        user: "dave",
-        endpoint: EndpointPath::from("/items"),
-        status,
-        latency_ms: None,
-    };
-    // A gateway that reports every answer its client got: the 429 of each anomaly denial,
-    // and one 429 the upstream gave on its own.
-    engine.recorder().drain(0);
-    for _ in 0..5 {
-        assert_eq!(check(&engine, dave()).await.reason, Some(Reason::Anomaly));
-        engine.report(&report(429));
-        clock.advance(Duration::from_secs(4));
-    }
-    engine.report(&report(429));
-    let drained = engine.recorder().drain(0);
-    let counters = &drained[0].1.counters;
-    assert_eq!((counters.reports, counters.client_errors), (1, 1));
 }

@@ -135,8 +135,6 @@ pub fn decode_activity(bytes: &[u8]) -> Result<Vec<(KeyHash, NewActivity)>, Code
                 counters: counters.into(),
                 endpoints: endpoints.into_iter().collect(),
                 ips: ips.into_iter().collect(),
-                // Matched at the daemon that refused, before upload: not shared.
-                unreported_refusals: 0,
             };
             (join(high, low), activity)
         })
@@ -233,7 +231,6 @@ mod tests {
                 denied: true,
                 usage: 0.25,
                 overflow: 0.01,
-                refused: true,
             },
         );
         activity.counters.record_status(404);

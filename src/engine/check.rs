@@ -1,7 +1,7 @@
 //! The check use cases: one request, or a batch decided in order in one store round trip.
 
 use super::planner::EndpointChoice;
-use super::{CheckError, CheckRequest, Decision, Engine, FeatureTrace, Plan, Reason};
+use super::{CheckError, CheckRequest, Decision, Engine, FeatureTrace, Plan};
 use crate::features::LimitOutcome;
 use crate::limit::KeyHash;
 use crate::metrics::Api;
@@ -117,7 +117,6 @@ impl<S: Store> Engine<S> {
                     denied: decision.denied_as_written(),
                     usage: decision.limit_usage,
                     overflow: decision.limit_overflow,
-                    refused: !decision.allowed && decision.reason != Some(Reason::StoreUnavailable),
                 },
             );
         }

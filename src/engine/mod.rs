@@ -223,18 +223,12 @@ impl<S: Store> Engine<S> {
     }
 
     /// Records an upstream's outcome: the status for its user (the error-rate feature), and
-    /// status and latency for the `upstream` load source; counts it. A 429 taken for the
-    /// subject's own refusal (see [`Recorder::record_status`]) reports on ratewarden, not on the
-    /// upstream, and is left out of both.
+    /// status and latency for the `upstream` load source; counts it.
     pub fn report(&self, outcome: &Outcome<'_>) {
         self.metrics.record_report(outcome.status);
         let subject = self.hasher.user(outcome.user);
-        let own_refusal = self
-            .recorder
+        self.recorder
             .record_status(subject, self.clock.now(), outcome.status);
-        if own_refusal {
-            return;
-        }
         let policy = self.policy();
         // The rule the endpoint matches, when it has an `upstream` source of its own.
         let own_source = policy

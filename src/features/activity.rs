@@ -18,10 +18,6 @@ pub struct LimitOutcome {
     /// For a denial, the share of the denying limit's allowance over the anomaly window the
     /// request asked for beyond it (see [`Features::limit_demand`]).
     pub overflow: f64,
-    /// Answered with a 429, whatever the reason (scaling included): a 429 reported for the
-    /// subject afterwards is taken for this answer, not for an upstream's (see
-    /// [`Recorder::record_status`](super::Recorder::record_status)).
-    pub refused: bool,
 }
 
 /// Counts that add up when spans are combined (buckets of a window, several daemons' shares).
@@ -319,7 +315,6 @@ mod tests {
             denied,
             usage,
             overflow,
-            refused: denied,
         };
         c.record_request(0, None, outcome(false, 0.4, 0.5));
         c.record_request(0, None, outcome(true, 1.0, 0.25));

@@ -29,8 +29,6 @@ pub struct NewActivity {
     pub counters: Counters,
     pub endpoints: SmallVec<[u64; 4]>,
     pub ips: SmallVec<[u64; 2]>,
-    /// Requests answered with a 429 that no reported 429 has been matched with yet.
-    pub unreported_refusals: u32,
 }
 
 fn insert_distinct<const N: usize>(set: &mut SmallVec<[u64; N]>, value: u64) {
@@ -131,9 +129,6 @@ impl Recorder {
         self.with_pending(subject, |pending, previous| {
             let gap = previous.map(|last| at.saturating_sub(last));
             pending.counters.record_request(at, gap, outcome);
-            if outcome.refused {
-                pending.unreported_refusals = pending.unreported_refusals.saturating_add(1);
-            }
             insert_distinct(&mut pending.endpoints, endpoint);
             if let Some(ip) = ip {
                 insert_distinct(&mut pending.ips, ip);
@@ -143,28 +138,8 @@ impl Recorder {
 
     /// Records an upstream status reported for `subject` (when does not matter: a report
     /// alone keeps no subject tracked past the next drain).
-    ///
-    /// Statuses count for requests the limits let through: a denied one never reached the
-    /// upstream. An integration that reports every answer its clients got also reports the
-    /// 429s ratewarden gave, and counted as client errors those would raise the subject's
-    /// score, so a flag would deny more and feed itself. A reported 429 is therefore taken for
-    /// one of the subject's own refusals since the last drain while any is unmatched; an
-    /// upstream's own 429s still count. (A report that arrives after the drain that took its
-    /// refusal, or at another daemon, counts: for reports sent within milliseconds, about one
-    /// in a hundred or fewer at a one-second interval.)
-    ///
-    /// Whether the status was taken for one of those refusals.
-    pub fn record_status(&self, subject: KeyHash, _at: Micros, status: u16) -> bool {
-        let mut own_refusal = false;
-        self.with_pending(subject, |pending, _| {
-            if status == 429 && pending.unreported_refusals > 0 {
-                pending.unreported_refusals -= 1;
-                own_refusal = true;
-            } else {
-                pending.counters.record_status(status);
-            }
-        });
-        own_refusal
+    pub fn record_status(&self, subject: KeyHash, _at: Micros, status: u16) {
+        self.with_pending(subject, |pending, _| pending.counters.record_status(status));
     }
 
     /// Takes every subject's pending activity, and forgets subjects whose last request was
@@ -272,30 +247,5 @@ mod tests {
         assert_eq!(seen.values().filter(|s| s.requests == 9).count(), 4);
         forget_lightest(&mut seen, 9);
         assert_eq!(seen.len(), 7);
-    }
-
-    #[test]
-    fn a_reported_429_is_taken_for_the_subjects_own_refusal_while_one_is_unmatched() {
-        let recorder = Recorder::new(1_000);
-        let refused = LimitOutcome {
-            denied: true,
-            refused: true,
-            ..LimitOutcome::default()
-        };
-        let alice = subject(1);
-        recorder.record_request(alice, 1, 7, None, refused);
-        recorder.record_request(alice, 2, 7, None, LimitOutcome::default());
-        // The refusal's 429, then an upstream's 429 and a 404: only the first is dropped.
-        for status in [429, 429, 404] {
-            recorder.record_status(alice, 3, status);
-        }
-        let drained = recorder.drain(0);
-        let counters = &drained[0].1.counters;
-        assert_eq!((counters.reports, counters.client_errors), (2, 2));
-        // A refusal is matched within the interval it was drained in, not after.
-        recorder.record_request(alice, 4, 7, None, refused);
-        recorder.drain(0);
-        recorder.record_status(alice, 5, 429);
-        assert_eq!(recorder.drain(0)[0].1.counters.client_errors, 1);
     }
 }

@@ -272,7 +272,6 @@ impl<'a> Sampler<'a> {
                 denied: decision.denied_as_written(),
                 usage: decision.limit_usage,
                 overflow: decision.limit_overflow,
-                refused: !allowed,
             },
         );
         if let (true, Some(status)) = (allowed, status) {
