@@ -29,7 +29,7 @@ pub use fleet_state::{Bucket, FleetFuture, FleetState, ListTail, Published};
 pub use load::{LoadController, LoadSampler, NoLoad, SystemLoad};
 pub use model_slot::ModelSlot;
 pub use prometheus::{PrometheusLoad, PrometheusReading, QueryError, query_once};
-pub use scoring::{BegunFlag, SECOND_SIGNAL_DEMAND, SECOND_SIGNAL_DENIED_RATIO, TOLD_FEATURES};
+pub use scoring::{BegunFlag, SECOND_SIGNAL_DEMAND, SECOND_SIGNAL_DENIED_RATIO};
 pub use source::{LoadReading, LoadSources, RuleReading};
 pub use upstream::{AGREEING, MARGIN, UpstreamGradient, UpstreamSignal, percentile};
 
@@ -61,6 +61,8 @@ pub struct CycleReport {
     pub flagged: usize,
     /// Whether this daemon decided the standings (always, without a shared store).
     pub leader: bool,
+    /// The flags that began this cycle (allowlisted subjects left out), with why.
+    pub begun: Vec<BegunFlag>,
 }
 
 pub struct ControlLoop {
@@ -390,9 +392,10 @@ impl ControlLoop {
         }
         metrics.flagged_subjects.set(report.flagged as i64);
         metrics.novel_subjects.set(verdict.novel.len() as i64);
-        for flag in &verdict.begun {
+        for flag in verdict.begun {
             if !is_allowlisted(&flag.subject) {
                 flag.announce(metrics);
+                report.begun.push(flag);
             }
         }
         let scale = self.engine.scale_factors();

@@ -32,7 +32,7 @@ pub const TOP_FEATURE_LABELS: [&str; FEATURE_COUNT + 1] = {
 };
 
 /// How many features a flag's log line (and replay's report of a flag) names.
-pub const TOLD_FEATURES: usize = 3;
+const TOLD_FEATURES: usize = 3;
 
 /// A flag that began this cycle, and why.
 #[derive(Debug, Clone, PartialEq)]

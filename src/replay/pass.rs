@@ -12,7 +12,7 @@
 use super::summary::{LoadStats, Scoring, Summary, Tally};
 use super::traffic::{Record, Traffic};
 use crate::clock::{ManualClock, Micros, micros};
-use crate::control::{ControlLoop, ModelSlot, NoLoad, TOLD_FEATURES};
+use crate::control::{ControlLoop, ModelSlot, NoLoad};
 use crate::engine::{
     CheckError, CheckRequest, Decision, EndpointPath, Engine, Outcome, SubjectHasher,
 };
@@ -98,8 +98,6 @@ struct Daemon<'t> {
     clock: ManualClock,
     engine: Arc<Engine>,
     control: ControlLoop,
-    /// The model the control loop scores with, to explain a subject's first flag.
-    model: Arc<ModelSlot>,
     /// Each subject's index in the traffic, by its hash in the engine.
     by_hash: HashMap<KeyHash, u32>,
     interval: Micros,
@@ -136,7 +134,7 @@ impl<'t> Daemon<'t> {
         // An unreadable model leaves the slot empty: limits without anomaly scaling, as the
         // daemon does (the command reports it).
         let _ = model.load(setup.model);
-        let control = ControlLoop::new(engine.clone(), model.clone(), Box::new(NoLoad)).offline();
+        let control = ControlLoop::new(engine.clone(), model, Box::new(NoLoad)).offline();
         let by_hash = traffic
             .subjects
             .iter()
@@ -150,7 +148,6 @@ impl<'t> Daemon<'t> {
             clock,
             engine,
             control,
-            model,
             by_hash,
             interval,
             quiet: micros(anomaly.window)
@@ -200,21 +197,20 @@ impl<'t> Daemon<'t> {
             );
         }
         if report.flagged > 0 || tally.any_flagged_now() {
-            let scale = self.engine.scale_factors();
-            let threshold = scale.thresholds().anomaly_threshold;
-            let flagged: Vec<(KeyHash, u32, f64)> = standings
-                .iter()
-                .filter(|(_, s)| s.flagged(threshold, at))
-                .filter_map(|(h, s)| Some((*h, *self.by_hash.get(h)?, s.abuse_score)))
-                .collect();
-            tally.flagged(at, flagged.iter().map(|&(_, s, score)| (s, score)));
-            // Why each was flagged, at its first flag, as the daemon's flag log line says it.
-            tally.explain_first_flags(flagged.iter().map(|&(hash, s, _)| (s, hash)), |hash| {
-                scale
-                    .observed(hash)
-                    .map(|observed| self.model.top_features(&observed, TOLD_FEATURES))
-                    .unwrap_or_default()
-            });
+            let threshold = self.engine.scale_factors().thresholds().anomaly_threshold;
+            tally.flagged(
+                at,
+                standings
+                    .iter()
+                    .filter(|(_, s)| s.flagged(threshold, at))
+                    .filter_map(|(h, s)| Some((*self.by_hash.get(h)?, s.abuse_score))),
+            );
+            // Why each was flagged, at its first flag: the daemon's flag log line.
+            tally.explain_first_flags(
+                report.begun.into_iter().filter_map(|flag| {
+                    Some((*self.by_hash.get(&flag.subject)?, flag.top_features))
+                }),
+            );
         }
     }
 

@@ -188,16 +188,15 @@ impl Tally {
         }
     }
 
-    /// Notes why each subject of `flagged` was flagged, for those not explained yet: at their
-    /// first flag, as the daemon's log line names it.
-    pub fn explain_first_flags<H>(
+    /// Notes why subjects were flagged (the features that pushed their scores up most), for
+    /// those not explained yet: at their first flag, as the daemon's log line names it.
+    pub fn explain_first_flags(
         &mut self,
-        flagged: impl Iterator<Item = (u32, H)>,
-        explain: impl Fn(H) -> Vec<(&'static str, f64)>,
+        begun: impl Iterator<Item = (u32, Vec<(&'static str, f64)>)>,
     ) {
-        for (subject, hash) in flagged {
+        for (subject, why) in begun {
             if let Some(flag) = self.flags.get_mut(&subject).filter(|f| f.why.is_empty()) {
-                flag.why = explain(hash);
+                flag.why = why;
             }
         }
     }
