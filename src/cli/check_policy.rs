@@ -32,7 +32,9 @@ pub fn check(file: &Path) -> (Vec<String>, bool) {
                     plural(policy.tiers.len(), "tier", "tiers"),
                     plural(policy.endpoints.len(), "endpoint rule", "endpoint rules")
                 );
-                (summary, policy.adaptive.load.inverted_factors())
+                let mut warnings = policy.adaptive.load.inverted_factors();
+                warnings.extend(edited_model(&rules));
+                (summary, warnings)
             })
     };
     match summary {
@@ -59,6 +61,20 @@ fn model_problem(rules: &Rules) -> Option<String> {
     Model::load(path)
         .err()
         .map(|error| format!("{MODEL_KEY}: {error}"))
+}
+
+/// A warning when the model the policy names was changed after training (the daemon logs the
+/// same at load).
+fn edited_model(rules: &Rules) -> Option<String> {
+    let path = rules.policy.adaptive.anomaly.model.as_deref()?;
+    let model = Model::load(path).ok()?;
+    (!model.version_matches()).then(|| {
+        format!(
+            "{MODEL_KEY}: the model file was changed after training: it does not score as the \
+             model {} that it is named after; retrain it, or give it a version of your own",
+            model.version()
+        )
+    })
 }
 
 /// `lines` and, after them, why the model the file names cannot be used: a policy with errors

@@ -47,11 +47,14 @@ impl ServeArgs {
 /// Any non-empty string. An empty one is refused rather than read as unset: a secret that a
 /// template or a missing file left empty would give each daemon its own random key, so daemons
 /// sharing a Redis would each count apart.
-fn hash_key(text: &str) -> Result<String, String> {
-    match text.is_empty() {
-        true => Err("the hash key (--hash-key, RATEWARDEN_HASH_KEY) is empty: set a secret, the same on every instance (left unset, each process uses a random one)".into()),
-        false => Ok(text.to_owned()),
+pub(crate) fn hash_key(text: &str) -> Result<String, String> {
+    if text.is_empty() {
+        return Err(
+            "the hash key (--hash-key, RATEWARDEN_HASH_KEY) is empty: set a secret, or leave it unset"
+                .into(),
+        );
     }
+    Ok(text.to_owned())
 }
 
 /// An address and port; `localhost:PORT` is `127.0.0.1:PORT` (the docs' curls say

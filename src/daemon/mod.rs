@@ -8,6 +8,7 @@ pub mod shutdown;
 mod startup;
 
 pub use args::ServeArgs;
+pub(crate) use args::hash_key;
 
 use crate::clock::{Clock, SystemClock};
 use crate::control::{ControlLoop, ModelSlot, SystemLoad};
@@ -63,7 +64,7 @@ pub enum ServeError {
 
 /// Hashes subjects with the operator's secret, or a random one with a warning.
 pub fn hasher_from(secret: Option<&str>) -> SubjectHasher {
-    match secret.filter(|s| !s.is_empty()) {
+    match secret {
         Some(secret) => SubjectHasher::from_secret(secret),
         None => {
             tracing::warn!(

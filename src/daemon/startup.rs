@@ -35,7 +35,7 @@ fn measured_by(source: &LoadSource, cpu: &str) -> String {
     }
 }
 
-/// Logs the one start-up line: store (scheme and hosts, never credentials), `on_error`, the
+/// Logs the start-up line (after a warning for each load factor on the wrong side of 1): store (scheme and hosts, never credentials), `on_error`, the
 /// model and its version, the load source and factor, and whether the admin API is on.
 pub(super) fn log(policy: &Policy, model: &ModelSlot, load: (String, f64), admin_api: bool) {
     let path = model.path();
@@ -116,8 +116,7 @@ mod tests {
             .expect("an empty hash key is refused");
         assert!(
             refused.to_string().contains(
-                "the hash key (--hash-key, RATEWARDEN_HASH_KEY) is empty: set a secret, the same \
-                 on every instance (left unset, each process uses a random one)"
+                "the hash key (--hash-key, RATEWARDEN_HASH_KEY) is empty: set a secret, or leave it unset"
             ),
             "{refused}"
         );

@@ -121,3 +121,32 @@ fn binary_refuses_a_missing_file() {
     let expected = format!("{0}: cannot read {0}: ", path.display());
     assert!(stdout[0].starts_with(&expected), "{stdout:?}");
 }
+
+#[test]
+fn binary_warns_of_a_model_file_changed_after_training() {
+    let dir = tempfile::tempdir().unwrap();
+    let shipped = crate::manifest_dir().join("models/abuse.json");
+    let mut model: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(shipped).unwrap()).unwrap();
+    model["preprocessing"]["high"][8] = serde_json::json!(0.8);
+    std::fs::write(dir.path().join("abuse.json"), model.to_string()).unwrap();
+    let policy = dir.path().join("policy.yaml");
+    std::fs::write(
+        &policy,
+        "default_tier: free\n\
+         tiers: { free: { limits: [ { name: h, algorithm: gcra, requests: 5, window: 1m } ] } }\n\
+         adaptive: { anomaly: { model: abuse.json } }\n",
+    )
+    .unwrap();
+    let (code, stdout) = check_policy(&policy);
+    let warning = "warning: adaptive.anomaly.model: the model file was changed after training: it \
+                   does not score as the model logistic-9426266a that it is named after; retrain \
+                   it, or give it a version of your own";
+    assert_eq!(
+        (code, stdout),
+        (
+            0,
+            prefixed(&policy, &["ok (1 tier, 0 endpoint rules)", warning])
+        )
+    );
+}

@@ -1,8 +1,8 @@
 //! Percent-encodings in a path's normal form: which to decode, which to keep in upper case, and
 //! which raw bytes to encode.
 //!
-//! Apart from the path's segments and dots because these rules are RFC 3986's alone (§2.1 to
-//! §2.4), and every other part of the normal form leans on them.
+//! Kept apart from the handling of segments and dots: these rules are RFC 3986's alone (§2.1 to
+//! §2.4), and every other step of the normal form relies on them.
 
 use super::EncodedSlash;
 
