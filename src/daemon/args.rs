@@ -19,7 +19,7 @@ pub struct ServeArgs {
     #[arg(long, env = "RATEWARDEN_ENVOY_CONFIG")]
     pub envoy_config: Option<PathBuf>,
     /// Secret from which store keys are derived; a random one per process when unset.
-    #[arg(long, env = "RATEWARDEN_HASH_KEY", hide_env_values = true, value_parser = hash_key)]
+    #[arg(long, env = "RATEWARDEN_HASH_KEY", hide_env_values = true, value_parser = crate::engine::hash_key)]
     pub hash_key: Option<String>,
     /// Bearer token of the admin API; the admin API answers 404 when unset.
     #[arg(long, env = "RATEWARDEN_ADMIN_TOKEN", hide_env_values = true)]
@@ -42,19 +42,6 @@ impl ServeArgs {
             .map(str::trim)
             .filter(|t| !t.is_empty())
     }
-}
-
-/// Any non-empty string. An empty one is refused rather than read as unset: a secret that a
-/// template or a missing file left empty would give each daemon its own random key, so daemons
-/// sharing a Redis would each count apart.
-pub(crate) fn hash_key(text: &str) -> Result<String, String> {
-    if text.is_empty() {
-        return Err(
-            "the hash key (--hash-key, RATEWARDEN_HASH_KEY) is empty: set a secret, or leave it unset"
-                .into(),
-        );
-    }
-    Ok(text.to_owned())
 }
 
 /// An address and port; `localhost:PORT` is `127.0.0.1:PORT` (the docs' curls say

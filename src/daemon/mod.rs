@@ -8,7 +8,6 @@ pub mod shutdown;
 mod startup;
 
 pub use args::ServeArgs;
-pub(crate) use args::hash_key;
 
 use crate::clock::{Clock, SystemClock};
 use crate::control::{ControlLoop, ModelSlot, SystemLoad};

@@ -141,3 +141,16 @@ impl SubjectHasher {
         }
     }
 }
+
+/// Any non-empty string. An empty one is refused rather than read as unset: a secret that a
+/// template or a missing file left empty would give each daemon its own random key, so daemons
+/// sharing a Redis would each count apart.
+pub fn hash_key(text: &str) -> Result<String, String> {
+    if text.is_empty() {
+        return Err(
+            "the hash key (--hash-key, RATEWARDEN_HASH_KEY) is empty: set a secret, or leave it unset"
+                .into(),
+        );
+    }
+    Ok(text.to_owned())
+}

@@ -46,7 +46,7 @@ pub use descriptors::{DescriptorOutcome, DescriptorsDecision};
 pub use envoy_domain::{DescriptorRequest, LimitOverride};
 pub use exemptions::{Exemption, Exemptions};
 pub use flag_admin::FlaggedSubject;
-pub use hasher::SubjectHasher;
+pub use hasher::{SubjectHasher, hash_key};
 pub use inspect::{InspectError, LimitUsage, SubjectInspection, SubjectQuery, TierSource};
 pub use live_load::{Band, LiveLoad};
 pub use outage::{Answered, StoreOutage};

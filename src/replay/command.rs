@@ -52,7 +52,7 @@ pub struct ReplayArgs {
     pub decisions: Option<PathBuf>,
     /// Secret of the keyed hashes (a fixed one when unset). Scores depend on it a little: past
     /// eight addresses or paths, their distinct counts are estimated from the hashes.
-    #[arg(long, env = "RATEWARDEN_HASH_KEY", hide_env_values = true, value_parser = crate::daemon::hash_key)]
+    #[arg(long, env = "RATEWARDEN_HASH_KEY", hide_env_values = true, value_parser = crate::engine::hash_key)]
     pub hash_key: Option<String>,
 }
 
