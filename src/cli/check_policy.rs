@@ -20,8 +20,11 @@ pub fn check(file: &Path) -> (Vec<String>, bool) {
     } else {
         rules::load(file, None)
             .map_err(|errors| with_model_problem(file, &errors))
-            .and_then(|rules| model_problem(&rules).map_or(Ok(rules), |line| Err(vec![line])))
-            .map(|rules| {
+            .and_then(|rules| match checked_model(&rules) {
+                Ok(warning) => Ok((rules, warning)),
+                Err(line) => Err(vec![line]),
+            })
+            .map(|(rules, model_warning)| {
                 let policy = &rules.policy;
                 let envoy = match &rules.envoy {
                     Some(config) => format!(", envoy_config: {}", envoy_summary(config)),
@@ -33,7 +36,7 @@ pub fn check(file: &Path) -> (Vec<String>, bool) {
                     plural(policy.endpoints.len(), "endpoint rule", "endpoint rules")
                 );
                 let mut warnings = policy.adaptive.load.inverted_factors();
-                warnings.extend(edited_model(&rules));
+                warnings.extend(model_warning);
                 (summary, warnings)
             })
     };
@@ -53,28 +56,16 @@ pub fn check(file: &Path) -> (Vec<String>, bool) {
     }
 }
 
-/// Why the model the policy names cannot be used (missing, unreadable, invalid), if it cannot.
-/// The daemon starts without it (limits without anomaly scaling until the file appears), but a
-/// policy meant to run with a model should not pass a check without one.
-fn model_problem(rules: &Rules) -> Option<String> {
-    let path = rules.policy.adaptive.anomaly.model.as_deref()?;
-    Model::load(path)
-        .err()
-        .map(|error| format!("{MODEL_KEY}: {error}"))
-}
-
-/// A warning when the model the policy names was changed after training (the daemon logs the
-/// same at load).
-fn edited_model(rules: &Rules) -> Option<String> {
-    let path = rules.policy.adaptive.anomaly.model.as_deref()?;
-    let model = Model::load(path).ok()?;
-    (!model.version_matches()).then(|| {
-        format!(
-            "{MODEL_KEY}: the model file was changed after training: it does not score as the \
-             model {} that it is named after; retrain it, or give it a version of your own",
-            model.version()
-        )
-    })
+/// The model the policy names, read once: why it cannot be used (missing, unreadable, invalid)
+/// as the error, else a warning when it was changed after training (the daemon logs the same at
+/// load). The daemon starts without an unusable model (limits without anomaly scaling until
+/// the file appears), but a policy meant to run with a model should not pass a check without one.
+fn checked_model(rules: &Rules) -> Result<Option<String>, String> {
+    let Some(path) = rules.policy.adaptive.anomaly.model.as_deref() else {
+        return Ok(None);
+    };
+    let model = Model::load(path).map_err(|error| format!("{MODEL_KEY}: {error}"))?;
+    Ok(model.edited_warning().map(|w| format!("{MODEL_KEY}: {w}")))
 }
 
 /// `lines` and, after them, why the model the file names cannot be used: a policy with errors

@@ -54,13 +54,8 @@ impl ModelSlot {
                 self.count("success");
                 self.metrics.model_file_refused.set(0);
                 tracing::info!(path = %path.display(), kind = model.kind().label(), version = model.version(), "model loaded");
-                if !model.version_matches() {
-                    tracing::warn!(
-                        path = %path.display(),
-                        version = model.version(),
-                        "the model file was changed after training: it does not score as the model {} that it is named after; retrain it, or give it a version of your own",
-                        model.version()
-                    );
+                if let Some(warning) = model.edited_warning() {
+                    tracing::warn!(path = %path.display(), "{warning}");
                 }
                 self.current.store(Some(Arc::new(model)));
                 Ok(())

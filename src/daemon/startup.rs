@@ -35,8 +35,9 @@ fn measured_by(source: &LoadSource, cpu: &str) -> String {
     }
 }
 
-/// Logs the start-up line (after a warning for each load factor on the wrong side of 1): store (scheme and hosts, never credentials), `on_error`, the
-/// model and its version, the load source and factor, and whether the admin API is on.
+/// Logs the start-up line, after a warning for each load factor on the wrong side of 1: store
+/// (scheme and hosts, never credentials), `on_error`, the model and its version, the load source
+/// and factor, and whether the admin API is on.
 pub(super) fn log(policy: &Policy, model: &ModelSlot, load: (String, f64), admin_api: bool) {
     let path = model.path();
     let model_path = path

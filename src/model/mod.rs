@@ -203,6 +203,17 @@ impl Model {
         !of_trains_form || self.version == self.computed_version()
     }
 
+    /// What to tell an operator when [`Model::version_matches`] does not hold.
+    pub fn edited_warning(&self) -> Option<String> {
+        (!self.version_matches()).then(|| {
+            format!(
+                "the model file was changed after training: it does not score as the model {} \
+                 that it is named after; retrain it, or give it a version of your own",
+                self.version
+            )
+        })
+    }
+
     /// Reads and checks a model file.
     pub fn load(path: &Path) -> Result<Model, ModelError> {
         use std::io::Read;
