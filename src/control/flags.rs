@@ -24,11 +24,27 @@ pub struct Scored {
     pub novel: bool,
 }
 
+/// A flag that ended in a cycle: its score fell below the threshold after its hold, or the
+/// subject went quiet and its hold ran out. Not one an admin cleared or allowlisted (those
+/// actions are logged where they are taken).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct EndedFlag {
+    pub subject: KeyHash,
+    pub since: Micros,
+    /// The score that ended it; `None`: the subject was not scored (it went quiet).
+    pub score: Option<f64>,
+    /// Outside the model's training range with no second signal: a score over the threshold
+    /// that no longer counts ended it.
+    pub novel: bool,
+}
+
 #[derive(Debug, Default)]
 pub struct FlagTracker {
     flags: HashMap<KeyHash, Flag>,
     /// Subjects whose flag began in the last cycle judged.
     begun: Vec<KeyHash>,
+    /// Flags that ended in the last cycle judged.
+    ended: Vec<EndedFlag>,
 }
 
 impl FlagTracker {
@@ -47,6 +63,7 @@ impl FlagTracker {
         let hold = micros(hold);
         let mut standings = HashMap::with_capacity(scored.len() + self.flags.len());
         self.begun.clear();
+        self.ended.clear();
         for &Scored {
             subject,
             score,
@@ -76,7 +93,14 @@ impl FlagTracker {
                 flag.score = score;
                 flag.since.saturating_add(hold)
             } else {
-                self.flags.remove(&subject);
+                if let Some(flag) = self.flags.remove(&subject) {
+                    self.ended.push(EndedFlag {
+                        subject,
+                        since: flag.since,
+                        score: Some(score),
+                        novel,
+                    });
+                }
                 0
             };
             standings.insert(
@@ -88,6 +112,7 @@ impl FlagTracker {
                 },
             );
         }
+        let ended = &mut self.ended;
         self.flags.retain(|subject, flag| {
             if standings.contains_key(subject) {
                 return true;
@@ -106,6 +131,13 @@ impl FlagTracker {
                         novel: false,
                     },
                 );
+            } else {
+                ended.push(EndedFlag {
+                    subject: *subject,
+                    since: flag.since,
+                    score: None,
+                    novel: false,
+                });
             }
             held
         });
@@ -115,6 +147,11 @@ impl FlagTracker {
     /// The subjects whose flag began in the last cycle judged.
     pub fn begun(&self) -> &[KeyHash] {
         &self.begun
+    }
+
+    /// The flags that ended in the last cycle judged.
+    pub fn ended(&self) -> &[EndedFlag] {
+        &self.ended
     }
 
     /// Drops `subject`'s flag and its hold (the admin API cleared or allowlisted it).

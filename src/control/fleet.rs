@@ -264,6 +264,7 @@ impl FleetControl {
             observed: HashMap::with_capacity(entries.len()),
             novel: Vec::new(),
             begun: Vec::new(),
+            ended: Vec::new(),
         };
         let mut flags = Vec::new();
         for (subject, parsed) in entries {

@@ -23,7 +23,7 @@ mod source;
 mod upstream;
 
 pub use cgroup::CgroupCpu;
-pub use flags::{Flag, FlagTracker, Scored};
+pub use flags::{EndedFlag, Flag, FlagTracker, Scored};
 pub use fleet_redis::fleet_for;
 pub use fleet_state::{Bucket, FleetFuture, FleetState, ListTail, Published};
 pub use load::{LoadController, LoadSampler, NoLoad, SystemLoad};
@@ -63,6 +63,8 @@ pub struct CycleReport {
     pub leader: bool,
     /// The flags that began this cycle (allowlisted subjects left out), with why.
     pub begun: Vec<BegunFlag>,
+    /// The flags that ended by themselves this cycle (not cleared nor allowlisted).
+    pub ended: Vec<EndedFlag>,
 }
 
 pub struct ControlLoop {
@@ -230,7 +232,7 @@ impl ControlLoop {
         if let Some(verdict) = verdict {
             self.novel_subjects.announce(&self.model, &verdict);
             let threshold = thresholds.anomaly_threshold;
-            self.publish(verdict, threshold, &allowlisted, &mut report);
+            self.publish(verdict, threshold, now, &allowlisted, &mut report);
         }
         self.publish_flag_starts(&dropped);
         metrics
@@ -367,6 +369,7 @@ impl ControlLoop {
         &self,
         verdict: CycleOutcome,
         threshold: f64,
+        now: Micros,
         allowlisted: &hashbrown::HashSet<KeyHash>,
         report: &mut CycleReport,
     ) {
@@ -397,6 +400,10 @@ impl ControlLoop {
                 flag.announce(metrics);
                 report.begun.push(flag);
             }
+        }
+        for flag in verdict.ended {
+            scoring::announce_ended(&flag, now);
+            report.ended.push(flag);
         }
         let scale = self.engine.scale_factors();
         scale.publish_standings(verdict.standings);
@@ -465,6 +472,8 @@ pub struct CycleOutcome {
     pub novel: Vec<KeyHash>,
     /// The flags that began this cycle, with why.
     pub begun: Vec<BegunFlag>,
+    /// The flags that ended by themselves this cycle.
+    pub ended: Vec<EndedFlag>,
 }
 
 fn observe(activity: &SubjectActivity) -> SubjectFeatures {

@@ -1,5 +1,5 @@
 //! From a cycle's features to scores and standings: who is scored, the novelty rule, and
-//! what is told of a flag when it begins.
+//! what is told of a flag when it begins and when it ends.
 //!
 //! A subject whose features lie outside the range the model was trained on is *novel*: it is
 //! scored at the range's edge (the model never extrapolates) and its score alone flags
@@ -8,7 +8,7 @@
 //! it asked at least [`SECOND_SIGNAL_DEMAND`] times what they allow over the window.
 
 use super::CycleOutcome;
-use super::flags::{FlagTracker, Scored};
+use super::flags::{EndedFlag, FlagTracker, Scored};
 use super::model_slot::ModelSlot;
 use crate::clock::Micros;
 use crate::features::{FEATURE_COUNT, FEATURE_NAMES, SubjectFeatures};
@@ -75,6 +75,20 @@ impl BegunFlag {
     }
 }
 
+/// Logs a flag that ended by itself (the subject by its keyed hash), so an analyst who saw it
+/// begin sees when and why the subject's limits were whole again.
+pub fn announce_ended(flag: &EndedFlag, now: Micros) {
+    let lasted = now.saturating_sub(flag.since) / 1_000_000;
+    let why = match flag.score {
+        None => "its hold is over and it was not scored since (too few requests)".to_owned(),
+        Some(score) if flag.novel => format!(
+            "its score {score:.4} no longer counts: outside the model's training range with no second signal"
+        ),
+        Some(score) => format!("its score {score:.4} is below the threshold after its hold"),
+    };
+    tracing::info!(subject = %flag.subject, "subject flag ended after {lasted} s: {why}");
+}
+
 /// Scores the subjects with enough requests and judges them.
 pub(super) fn decide_with(
     model: &ModelSlot,
@@ -130,6 +144,7 @@ pub(super) fn decide_with(
         observed,
         novel,
         begun,
+        ended: judge.ended().to_vec(),
     }
 }
 

@@ -1,9 +1,10 @@
 //! Flags: at or over the threshold flags; a flag lasts at least `hold`, then ends at the
 //! first score below the threshold; a quiet flagged subject stays flagged until its hold ends;
-//! an exempt (allowlisted) subject is scored but holds no flag.
+//! an exempt (allowlisted) subject is scored but holds no flag; each flag that ends by itself
+//! is told once, with the score that ended it.
 
 use hashbrown::HashSet;
-use ratewarden::control::{FlagTracker, Scored};
+use ratewarden::control::{EndedFlag, FlagTracker, Scored};
 use ratewarden::limit::KeyHash;
 use std::time::Duration;
 
@@ -61,10 +62,69 @@ fn a_flagged_subject_that_goes_quiet_stays_flagged_for_its_hold() {
     let quiet = judge.judge(9 * S, &[], 0.8, hold, &HashSet::new());
     assert!(quiet[&a].flagged(0.8, 9 * S));
     assert_eq!(quiet[&a].abuse_score, 0.99);
+    assert!(judge.ended().is_empty(), "still held");
     assert!(
         judge
             .judge(10 * S, &[], 0.8, hold, &HashSet::new())
             .is_empty()
+    );
+    let ended = EndedFlag {
+        subject: a,
+        since: 0,
+        score: None,
+        novel: false,
+    };
+    assert_eq!(judge.ended(), [ended], "ended unscored: it went quiet");
+    judge.judge(11 * S, &[], 0.8, hold, &HashSet::new());
+    assert!(judge.ended().is_empty(), "told once");
+}
+
+#[test]
+fn a_flag_that_ends_is_told_once_with_the_score_that_ended_it() {
+    let mut judge = FlagTracker::default();
+    let (a, b) = (KeyHash(4), KeyHash(5));
+    let hold = Duration::from_secs(10);
+    let none = HashSet::new();
+    let both = |sa: f64, nb: bool| {
+        [
+            Scored {
+                subject: a,
+                score: sa,
+                novel: false,
+            },
+            Scored {
+                subject: b,
+                score: 0.99,
+                novel: nb,
+            },
+        ]
+    };
+    judge.judge(S, &both(0.9, false), 0.8, hold, &none);
+    judge.judge(5 * S, &both(0.3, false), 0.8, hold, &none);
+    assert!(judge.ended().is_empty(), "held for 10 s");
+    judge.judge(11 * S, &both(0.3, true), 0.8, hold, &none);
+    let ended = |subject, score, novel| EndedFlag {
+        subject,
+        since: S,
+        score: Some(score),
+        novel,
+    };
+    let mut told = judge.ended().to_vec();
+    told.sort_by_key(|f| f.subject.0);
+    assert_eq!(
+        told,
+        [ended(a, 0.3, false), ended(b, 0.99, true)],
+        "a below the threshold; b over it but novel with no second signal"
+    );
+    judge.judge(12 * S, &both(0.3, true), 0.8, hold, &none);
+    assert!(judge.ended().is_empty(), "told once");
+    judge.remove(a);
+    let exempt: HashSet<KeyHash> = [b].into_iter().collect();
+    judge.judge(13 * S, &both(0.9, false), 0.8, hold, &none);
+    judge.judge(14 * S, &both(0.9, false), 0.8, hold, &exempt);
+    assert!(
+        judge.ended().is_empty(),
+        "an allowlisting ends b's flag as an admin action, not as a flag that ended"
     );
 }
 
