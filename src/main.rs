@@ -2,7 +2,7 @@
 
 use anyhow::Context;
 use clap::Parser;
-use ratewarden::cli::{Cli, Command, check_policy};
+use ratewarden::cli::{Cli, Command, check_policy, subject_hash};
 use ratewarden::{daemon, model, replay, simulate};
 use std::io::Write;
 use std::process::ExitCode;
@@ -119,7 +119,7 @@ fn stray_word(directive: &str) -> bool {
 fn run(cli: Cli) -> anyhow::Result<ExitCode> {
     if matches!(
         cli.command,
-        Command::CheckPolicy { .. } | Command::Simulate(_)
+        Command::CheckPolicy { .. } | Command::Simulate(_) | Command::SubjectHash(_)
     ) {
         end_quietly_when_the_reader_leaves();
     }
@@ -138,6 +138,10 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         }
         Command::Replay(args) => {
             replay::run(&args)?;
+        }
+        Command::SubjectHash(args) => {
+            subject_hash::run(&args, std::io::stdin().lock(), std::io::stdout().lock())
+                .context("hashing user ids")?;
         }
         Command::CheckPolicy { file } => {
             let (lines, valid) = check_policy::check(&file);

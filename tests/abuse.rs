@@ -1,7 +1,9 @@
 //! End to end through the real binary's HTTP API with the shipped model: a credential
 //! stuffer is flagged within two control intervals once it has `min_requests` requests in the
 //! window, and its limits shrink (scale 0.1, reason `anomaly`); a fast regular poller and users
-//! sharing one NAT address, sending at the same time, are never flagged.
+//! sharing one NAT address, sending at the same time, are never flagged. The flagged list
+//! names the stuffer by its keyed hash, and `ratewarden subject-hash` with the daemon's secret
+//! tells whose it is.
 
 mod common;
 
@@ -237,4 +239,43 @@ fn a_credential_stuffer_is_flagged_and_shrunk_while_pollers_and_nat_users_are_no
         metrics.contains("ratewarden_flagged_subjects 1"),
         "one flagged subject"
     );
+    let (_, listed) = daemon.request(
+        "GET",
+        "/v1/admin/flagged",
+        &[("Authorization", &format!("Bearer {TOKEN}"))],
+        "",
+    );
+    let listed: Value = serde_json::from_str(&listed).unwrap();
+    let hash = listed["subjects"][0]["subject"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    assert_eq!(whose(&hash, &normal), "mallory", "{listed}");
+}
+
+/// The candidate `subject-hash` maps to `hash`, with the secret the test daemons run with.
+fn whose(hash: &str, others: &[String]) -> String {
+    use std::io::Write;
+    let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_ratewarden"))
+        .args(["subject-hash", "--hash-key", "daemon test secret"])
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let candidates = format!("{}\r\n\nmallory\n", others.join("\n"));
+    child
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(candidates.as_bytes())
+        .unwrap();
+    let out = child.wait_with_output().unwrap();
+    assert!(out.status.success());
+    let text = String::from_utf8(out.stdout).unwrap();
+    assert_eq!(text.lines().count(), others.len() + 1, "{text}");
+    let line = text
+        .lines()
+        .find(|l| l.starts_with(hash))
+        .unwrap_or_else(|| panic!("{hash} in {text}"));
+    line.split_once('\t').unwrap().1.to_owned()
 }

@@ -1,10 +1,11 @@
-//! The command line: `serve`, `check-policy`, `simulate`, `train` and `replay`. Every `serve`
-//! flag also reads `RATEWARDEN_<FLAG>`, and so do `--policy` of `train` and `replay` and
-//! `--hash-key` of `replay`; `check-policy` takes its file as an argument, with no variable.
+//! The command line: `serve`, `check-policy`, `simulate`, `train`, `replay` and
+//! `subject-hash`. Every flag also reads `RATEWARDEN_<FLAG>` (but `replay --log`, whose
+//! variable is the log filter); `check-policy` takes its file as an argument, with no variable.
 //!
 //! Each command's flags are the clap struct of the module that runs it, used as parsed.
 
 pub mod check_policy;
+pub mod subject_hash;
 
 use crate::daemon::ServeArgs;
 use crate::model::command::TrainArgs;
@@ -12,6 +13,7 @@ use crate::replay::ReplayArgs;
 use crate::simulate::command::SimulateArgs;
 use clap::{Parser, Subcommand};
 use std::path::PathBuf;
+use subject_hash::SubjectHashArgs;
 
 #[derive(Debug, Parser)]
 #[command(
@@ -42,4 +44,7 @@ pub enum Command {
     /// Replay recorded traffic through the policy, the model and the control loop on a
     /// simulated clock, and report what they would have done.
     Replay(ReplayArgs),
+    /// Print the keyed hash the daemon shows for each user id (given, or one per line on
+    /// standard input), to tell whose a flagged hash is.
+    SubjectHash(SubjectHashArgs),
 }

@@ -39,7 +39,14 @@ fn the_cli_reference_lists_exactly_the_flags_of_each_command() {
         .collect();
     assert_eq!(
         commands,
-        ["serve", "check-policy", "simulate", "train", "replay"]
+        [
+            "serve",
+            "check-policy",
+            "simulate",
+            "train",
+            "replay",
+            "subject-hash"
+        ]
     );
 
     let reference = std::fs::read_to_string(root().join("docs/reference/cli.md")).unwrap();
