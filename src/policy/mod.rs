@@ -126,21 +126,30 @@ impl LoadSettings {
     /// `upstream`, whose factor they bound on either side of 1, either keeps that side at 1).
     /// The policy format allows both, so they are warned about, not refused.
     pub fn inverted_factors(&self) -> Vec<String> {
-        let mut warnings = Vec::new();
-        if self.high_factor > 1.0 {
-            warnings.push(format!(
-                "adaptive.load.high_factor is {}, above 1: limits grow under high load",
-                self.high_factor
-            ));
-        }
-        if self.low_factor < 1.0 {
-            warnings.push(format!(
-                "adaptive.load.low_factor is {}, below 1: limits shrink on an idle machine",
-                self.low_factor
-            ));
-        }
-        warnings
+        inverted_load_factors(
+            ("adaptive.load.high_factor", self.high_factor),
+            ("adaptive.load.low_factor", self.low_factor),
+        )
     }
+}
+
+/// The warnings of [`LoadSettings::inverted_factors`] for factors named otherwise (the admin
+/// API's `load_high_factor` and `load_low_factor`).
+pub fn inverted_load_factors(high: (&str, f64), low: (&str, f64)) -> Vec<String> {
+    let mut warnings = Vec::new();
+    if high.1 > 1.0 {
+        warnings.push(format!(
+            "{} is {}, above 1: limits grow under high load",
+            high.0, high.1
+        ));
+    }
+    if low.1 < 1.0 {
+        warnings.push(format!(
+            "{} is {}, below 1: limits shrink on an idle machine",
+            low.0, low.1
+        ));
+    }
+    warnings
 }
 
 #[derive(Debug, Clone, PartialEq)]

@@ -366,3 +366,29 @@ async fn a_threshold_changed_live_applies_to_every_subjects_next_decision() {
     assert_eq!(scale_of(&reply.json), 0.1);
     assert_eq!(scale_of(&check(&h.app, "nina", "/anywhere").await), 1.0);
 }
+
+#[tokio::test]
+async fn a_load_factor_set_on_the_wrong_side_of_1_is_taken_with_a_warning() {
+    let log = crate::common::logs::Captured::default();
+    let _guard = log.start_at(tracing::Level::WARN);
+    let h = harness(Some(TOKEN));
+    let put = |body: &'static str| admin(&h.app, Method::PUT, "/v1/admin/thresholds", Some(body));
+    let reply = put(r#"{"load_high_factor": 1.5, "load_low_factor": 0.5}"#).await;
+    assert_eq!(reply.status, StatusCode::OK, "{}", reply.text);
+    assert_eq!(reply.json["load_high_factor"], 1.5);
+    // Only the fields a request sets are warned about: the next one leaves both as they are.
+    let reply = put(r#"{"anomaly_threshold": 0.9}"#).await;
+    assert_eq!(reply.status, StatusCode::OK, "{}", reply.text);
+    let warnings: Vec<String> = log
+        .lines()
+        .into_iter()
+        .map(|l| l.trim().to_owned())
+        .collect();
+    assert_eq!(
+        warnings,
+        [
+            "WARN ratewarden::http::admin::thresholds: admin thresholds: load_high_factor is 1.5, above 1: limits grow under high load",
+            "WARN ratewarden::http::admin::thresholds: admin thresholds: load_low_factor is 0.5, below 1: limits shrink on an idle machine",
+        ]
+    );
+}

@@ -9,6 +9,7 @@ use crate::engine::Thresholds;
 use crate::http::AppState;
 use crate::http::body::JsonBody;
 use crate::http::problem::Problem;
+use crate::policy::inverted_load_factors;
 use axum::Json;
 use axum::extract::{RawQuery, State};
 use serde::{Deserialize, Serialize};
@@ -239,5 +240,19 @@ pub async fn put_thresholds(
         load_factor_override = %factor_override,
         "admin changed the thresholds"
     );
+    // As at start-up and at a reload: allowed, but rarely meant.
+    let set = |field: Option<f64>, x: f64| if field.is_some() { x } else { 1.0 };
+    for warning in inverted_load_factors(
+        (
+            "load_high_factor",
+            set(patch.load_high_factor, next.load_high_factor),
+        ),
+        (
+            "load_low_factor",
+            set(patch.load_low_factor, next.load_low_factor),
+        ),
+    ) {
+        tracing::warn!("admin thresholds: {warning}");
+    }
     Ok(Json(next.into()))
 }
