@@ -140,7 +140,8 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             replay::run(&args)?;
         }
         Command::SubjectHash(args) => {
-            subject_hash::run(&args, std::io::stdin().lock(), std::io::stdout().lock())
+            let out = std::io::BufWriter::new(std::io::stdout().lock());
+            subject_hash::run(&args, std::io::stdin().lock(), out, std::io::stderr())
                 .context("hashing user ids")?;
         }
         Command::CheckPolicy { file } => {

@@ -1,7 +1,7 @@
 //! The CLI's safer defaults: `check-policy` loads the model a policy names, `simulate` and
 //! `train` never overwrite without `--force` (a flag or its variable), `train` names its
 //! output, runs from any folder and says when its figures mean little; `train` and `replay` write their files when the reader of their output
-//! has left; `subject-hash` needs the daemon's secret.
+//! has left.
 
 mod common;
 
@@ -521,58 +521,4 @@ fn a_log_level_typo_warns_instead_of_silencing_every_line() {
         let stderr = run(fine);
         assert!(!stderr.contains("RATEWARDEN_LOG"), "{fine}: {stderr}");
     }
-}
-
-#[test]
-fn subject_hash_needs_the_daemons_secret_and_hashes_ids_as_the_daemon_does() {
-    let run = |args: &[&str], env: Option<&str>, input: &str| {
-        use std::io::Write;
-        let mut command = Command::new(env!("CARGO_BIN_EXE_ratewarden"));
-        command
-            .arg("subject-hash")
-            .args(args)
-            .env_remove("RATEWARDEN_HASH_KEY");
-        if let Some(secret) = env {
-            command.env("RATEWARDEN_HASH_KEY", secret);
-        }
-        let mut child = command
-            .stdin(std::process::Stdio::piped())
-            .stdout(std::process::Stdio::piped())
-            .stderr(std::process::Stdio::piped())
-            .spawn()
-            .unwrap();
-        child
-            .stdin
-            .take()
-            .unwrap()
-            .write_all(input.as_bytes())
-            .unwrap();
-        child.wait_with_output().unwrap()
-    };
-    let hasher = ratewarden::engine::SubjectHasher::from_secret("s3cret");
-    let line = |user: &str| format!("{}\t{user}\n", hasher.user(user));
-
-    let unset = run(&["alice"], None, "");
-    assert_eq!(unset.status.code(), Some(2));
-    assert!(
-        text(&unset.stderr).contains("--hash-key <HASH_KEY>"),
-        "{}",
-        text(&unset.stderr)
-    );
-    let empty = run(&["--hash-key", "", "alice"], None, "");
-    assert_eq!(empty.status.code(), Some(2));
-    assert!(
-        text(&empty.stderr).contains("the hash key (--hash-key, RATEWARDEN_HASH_KEY) is empty")
-    );
-
-    let given = run(&["--hash-key", "s3cret", "alice", "bob"], None, "ignored\n");
-    assert!(given.status.success());
-    assert_eq!(text(&given.stdout), line("alice") + &line("bob"));
-    let piped = run(&[], Some("s3cret"), "alice\r\n\nbob");
-    assert!(piped.status.success());
-    assert_eq!(
-        text(&piped.stdout),
-        line("alice") + &line("bob"),
-        "CRLF, a blank line, no final newline"
-    );
 }

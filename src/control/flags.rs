@@ -24,17 +24,18 @@ pub struct Scored {
     pub novel: bool,
 }
 
-/// A flag that ended in a cycle: its score fell below the threshold after its hold, or the
-/// subject went quiet and its hold ran out. Not one an admin cleared or allowlisted (those
-/// actions are logged where they are taken).
+/// A flag that ended in a cycle: its score fell below the threshold after its hold, its score
+/// over the threshold stopped counting after its hold (the subject became novel with no second
+/// signal), or the subject went quiet and its hold ran out. Not one an admin cleared or
+/// allowlisted (those actions are logged where they are taken).
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct EndedFlag {
     pub subject: KeyHash,
     pub since: Micros,
     /// The score that ended it; `None`: the subject was not scored (it went quiet).
     pub score: Option<f64>,
-    /// Outside the model's training range with no second signal: a score over the threshold
-    /// that no longer counts ended it.
+    /// The score is at or over the threshold but no longer counts: outside the model's
+    /// training range with no second signal.
     pub novel: bool,
 }
 
@@ -98,7 +99,7 @@ impl FlagTracker {
                         subject,
                         since: flag.since,
                         score: Some(score),
-                        novel,
+                        novel: novel && score >= threshold,
                     });
                 }
                 0

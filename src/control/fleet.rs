@@ -173,9 +173,16 @@ impl FleetControl {
             }
             window.observed(now)
         });
-        let verdict = decide(judge, observed);
-        self.publish(&verdict, judge, lease + anomaly.hold, now, failure)
+        let mut verdict = decide(judge, observed);
+        let lost_lease = self
+            .publish(&verdict, judge, lease + anomaly.hold, now, failure)
             .await;
+        if lost_lease {
+            // The next leader judges these subjects from the standings it adopts, and tells
+            // of their flags' starts and ends itself: told here too, they would be told twice.
+            verdict.begun.clear();
+            verdict.ended.clear();
+        }
         Some(verdict)
     }
 
@@ -199,7 +206,8 @@ impl FleetControl {
         self.fleet.append_activity(bucket, &value, keep).await
     }
 
-    /// Publishes the verdict as the next generation of standings, kept for `ttl`.
+    /// Publishes the verdict as the next generation of standings, kept for `ttl`. Whether the
+    /// lease was lost meanwhile (the standings were not published).
     async fn publish(
         &mut self,
         verdict: &CycleOutcome,
@@ -207,14 +215,14 @@ impl FleetControl {
         ttl: Duration,
         now: Micros,
         failure: &mut Failure,
-    ) {
+    ) -> bool {
         self.generation = self.generation.saturating_add(1).max(now);
         let value = match encode_standings(verdict, judge) {
             Ok(value) => value,
             Err(error) => {
                 let error = StoreError::Unavailable(error.to_string());
                 failure.get_or_insert(("the control loop's standings upload", error));
-                return;
+                return false;
             }
         };
         match self
@@ -222,16 +230,18 @@ impl FleetControl {
             .publish_standings(&self.id, self.generation, &value, ttl)
             .await
         {
-            Ok(true) => {}
+            Ok(true) => false,
             Ok(false) => {
                 tracing::info!(
                     "control loop: lost the lease while scoring; standings not published"
                 );
                 self.leader = false;
                 self.window = None;
+                true
             }
             Err(error) => {
                 failure.get_or_insert(("the control loop's standings upload", error));
+                false
             }
         }
     }

@@ -82,21 +82,20 @@ fn a_flagged_subject_that_goes_quiet_stays_flagged_for_its_hold() {
 #[test]
 fn a_flag_that_ends_is_told_once_with_the_score_that_ended_it() {
     let mut judge = FlagTracker::default();
-    let (a, b) = (KeyHash(4), KeyHash(5));
+    let (a, b, c) = (KeyHash(4), KeyHash(5), KeyHash(6));
     let hold = Duration::from_secs(10);
     let none = HashSet::new();
-    let both = |sa: f64, nb: bool| {
+    let scored = |subject, score, novel| Scored {
+        subject,
+        score,
+        novel,
+    };
+    // a drops below the threshold; b stays over it but becomes novel; c drops and is novel.
+    let both = |sa: f64, late: bool| {
         [
-            Scored {
-                subject: a,
-                score: sa,
-                novel: false,
-            },
-            Scored {
-                subject: b,
-                score: 0.99,
-                novel: nb,
-            },
+            scored(a, sa, false),
+            scored(b, 0.99, late),
+            scored(c, sa, late),
         ]
     };
     judge.judge(S, &both(0.9, false), 0.8, hold, &none);
@@ -113,8 +112,12 @@ fn a_flag_that_ends_is_told_once_with_the_score_that_ended_it() {
     told.sort_by_key(|f| f.subject.0);
     assert_eq!(
         told,
-        [ended(a, 0.3, false), ended(b, 0.99, true)],
-        "a below the threshold; b over it but novel with no second signal"
+        [
+            ended(a, 0.3, false),
+            ended(b, 0.99, true),
+            ended(c, 0.3, false)
+        ],
+        "a and c below the threshold (c's novelty is not why); b over it but novel with no second signal"
     );
     judge.judge(12 * S, &both(0.3, true), 0.8, hold, &none);
     assert!(judge.ended().is_empty(), "told once");

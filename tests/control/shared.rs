@@ -172,6 +172,8 @@ async fn two_daemons_agree_on_an_abusers_score_flag_and_scale() {
     let server = RedisServer::start();
     let clock = ManualClock::starting_at(START);
     let mut daemons = two_daemons_on_the_example_policy(&server, &clock);
+    // Flags begun and ended as each daemon told of them: the leader tells, a follower does not.
+    let mut told = [(0, 0); 2];
     // A credential stuffer twice a second, alternating between the two daemons, each try from
     // another address, its failures reported to the daemon that answered.
     for attempt in 0..30u32 {
@@ -184,16 +186,12 @@ async fn two_daemons_agree_on_an_abusers_score_flag_and_scale() {
         }
         clock.advance(Duration::from_millis(500));
         if attempt % 2 == 1 {
-            for (_, control) in &mut daemons {
-                control.cycle().await;
-            }
+            cycle_both(&mut daemons, &mut told).await;
         }
     }
     for _ in 0..2 {
         clock.advance(Duration::from_secs(1));
-        for (_, control) in &mut daemons {
-            control.cycle().await;
-        }
+        cycle_both(&mut daemons, &mut told).await;
     }
     let mallory = daemons[0].0.hasher().user("mallory");
     let standings: Vec<_> = daemons
@@ -211,6 +209,26 @@ async fn two_daemons_agree_on_an_abusers_score_flag_and_scale() {
         request.ip = Some("10.9.9.9".parse().unwrap());
         let decision = engine.check(&request).await.unwrap();
         assert_eq!(decision.scale, 0.1, "both daemons shrink mallory");
+    }
+    // Quiet past the 30-minute window and the 5-minute hold: the flag ends, told once.
+    for _ in 0..40 {
+        clock.advance(Duration::from_secs(60));
+        cycle_both(&mut daemons, &mut told).await;
+    }
+    assert_eq!(daemons[0].0.scale_factors().standing(mallory), None);
+    let (begun, ended) = (told[0].0 + told[1].0, told[0].1 + told[1].1);
+    assert_eq!((begun, ended), (1, 1), "told once in the fleet: {told:?}");
+}
+
+/// One control cycle on each daemon, adding the flags each told of to `told`.
+async fn cycle_both(
+    daemons: &mut [(Arc<Engine<Backend>>, ControlLoop)],
+    told: &mut [(usize, usize); 2],
+) {
+    for ((_, control), told) in daemons.iter_mut().zip(told.iter_mut()) {
+        let report = control.cycle().await;
+        told.0 += report.begun.len();
+        told.1 += report.ended.len();
     }
 }
 
