@@ -4,7 +4,7 @@ use anyhow::Context;
 use clap::Parser;
 use ratewarden::cli::{Cli, Command, check_policy, subject_hash};
 use ratewarden::{daemon, model, replay, simulate};
-use std::io::Write;
+use std::io::{IsTerminal, Write};
 use std::process::ExitCode;
 
 fn main() -> ExitCode {
@@ -140,6 +140,9 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             replay::run(&args)?;
         }
         Command::SubjectHash(args) => {
+            if args.users.is_empty() && std::io::stdin().is_terminal() {
+                eprintln!("{}", subject_hash::TERMINAL_HINT);
+            }
             let out = std::io::BufWriter::new(std::io::stdout().lock());
             subject_hash::run(&args, std::io::stdin().lock(), out, std::io::stderr())
                 .context("hashing user ids")?;

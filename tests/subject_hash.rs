@@ -1,6 +1,6 @@
 //! `ratewarden subject-hash`: it needs the daemon's secret, hashes ids as the daemon does, from
 //! arguments or from lines (CRLF, blank lines, no final newline), and skips with a warning an
-//! id no request can carry.
+//! id no request can carry; on a terminal it says it is waiting for ids.
 
 mod common;
 
@@ -90,5 +90,47 @@ fn an_id_no_request_can_carry_is_skipped_with_a_warning() {
     assert_eq!(
         text(&given.stderr),
         "subject-hash: argument 1 skipped: a user id is 1 to 512 bytes (the daemon refuses any other)\n"
+    );
+}
+
+#[test]
+fn a_terminal_on_stdin_is_told_what_is_awaited() {
+    use std::os::fd::{FromRawFd, OwnedFd};
+    let (mut leader, follower) = {
+        let (mut leader, mut follower) = (0, 0);
+        let opened = unsafe {
+            libc::openpty(
+                &mut leader,
+                &mut follower,
+                std::ptr::null_mut(),
+                std::ptr::null(),
+                std::ptr::null(),
+            )
+        };
+        assert_eq!(opened, 0, "openpty: {}", std::io::Error::last_os_error());
+        // SAFETY: openpty returned two fresh descriptors that nothing else owns.
+        unsafe {
+            (
+                std::fs::File::from(OwnedFd::from_raw_fd(leader)),
+                OwnedFd::from_raw_fd(follower),
+            )
+        }
+    };
+    let child = Command::new(env!("CARGO_BIN_EXE_ratewarden"))
+        .arg("subject-hash")
+        .env("RATEWARDEN_HASH_KEY", "s3cret")
+        .stdin(Stdio::from(follower))
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    // A line, then the terminal's end of input (Ctrl-D at the start of a line).
+    leader.write_all(b"alice\n\x04").unwrap();
+    let output = child.wait_with_output().unwrap();
+    assert!(output.status.success(), "{}", text(&output.stderr));
+    assert_eq!(text(&output.stdout), line("alice"));
+    assert_eq!(
+        text(&output.stderr),
+        "subject-hash: reading user ids from standard input, one per line; end with Ctrl-D\n"
     );
 }

@@ -20,6 +20,10 @@ pub struct SubjectHashArgs {
     pub users: Vec<String>,
 }
 
+/// Told on stderr when no id is given and stdin is a terminal, so the wait is not silent.
+pub const TERMINAL_HINT: &str =
+    "subject-hash: reading user ids from standard input, one per line; end with Ctrl-D";
+
 /// Writes one `HASH<TAB>USER` line per id to `out`: those of `args`, else those of `input`'s
 /// lines (a line's trailing `\r` dropped, empty lines skipped). An id no request can carry
 /// (over [`MAX_USER_BYTES`] bytes, empty, or not UTF-8) is skipped with a line on `warnings`.
