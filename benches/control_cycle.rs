@@ -1,6 +1,6 @@
 //! One control cycle with 100,000 active subjects on the embedded store: drain the recorder,
 //! update the window, compute features, score with the shipped model, judge, publish.
-//! Issue 5's goal: under 100 ms. The reference in the same run is a plain pass that sums the
+//! Issues 5 and 13 set its goal: under 100 ms. The reference in the same run is a plain pass that sums the
 //! same number of subjects' counters in a HashMap (the least any cycle must do).
 
 use criterion::{Criterion, criterion_group, criterion_main};
@@ -54,7 +54,8 @@ fn bench(c: &mut Criterion) {
         let now = clock.now();
         for s in 0..SUBJECTS {
             recorder.record_request(
-                KeyHash(u128::from(s) * 0x9E37_79B9),
+                // Spread over all 128 bits, as the keyed hashes of user ids are.
+                KeyHash(u128::from(s).wrapping_mul(0x9E37_79B9_7F4A_7C15_F39C_C060_5CED_C835)),
                 now,
                 s % 7,
                 Some(s),

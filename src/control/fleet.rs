@@ -11,7 +11,7 @@ use super::fleet_window::FleetWindow;
 use super::{CycleOutcome, on_blocking_thread};
 use crate::clock::{Micros, micros};
 use crate::engine::{StoreOutage, SubjectStanding};
-use crate::features::{NewActivity, SubjectFeatures};
+use crate::features::{NewActivity, ObservedSubjects, SubjectFeatures};
 use crate::limit::KeyHash;
 use crate::policy::Policy;
 use crate::store::StoreError;
@@ -271,14 +271,15 @@ impl FleetControl {
         let mut verdict = CycleOutcome {
             standings: HashMap::new(),
             scores: Vec::new(),
-            observed: HashMap::with_capacity(entries.len()),
+            observed: ObservedSubjects::default(),
             novel: Vec::new(),
             begun: Vec::new(),
             ended: Vec::new(),
         };
         let mut flags = Vec::new();
+        let mut observed = Vec::with_capacity(entries.len());
         for (subject, parsed) in entries {
-            verdict.observed.insert(subject, parsed.observed);
+            observed.push((subject, parsed.observed));
             if let Some(score) = parsed.score {
                 verdict.standings.insert(
                     subject,
@@ -296,6 +297,7 @@ impl FleetControl {
             }
         }
         judge.adopt(flags);
+        verdict.observed = ObservedSubjects::new(observed);
         self.generation = self.generation.max(generation.saturating_add(1));
         Some((verdict, generation))
     }

@@ -189,7 +189,7 @@ pub fn encode_standings(
             verdict
                 .standings
                 .keys()
-                .filter(|subject| !verdict.observed.contains_key(*subject))
+                .filter(|subject| !verdict.observed.contains_key(subject))
                 .map(|subject| wire_of(*subject, &unobserved)),
         )
         .collect();

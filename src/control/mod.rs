@@ -35,7 +35,7 @@ pub use upstream::{AGREEING, MARGIN, UpstreamGradient, UpstreamSignal, percentil
 
 use crate::clock::Micros;
 use crate::engine::{Engine, Exemption, LiveLoad, RuleLoadFactor, SubjectStanding, Thresholds};
-use crate::features::{ActivityWindow, SubjectActivity, SubjectFeatures};
+use crate::features::{ActivityWindow, ObservedSubjects, SubjectActivity, SubjectFeatures};
 use crate::limit::KeyHash;
 use crate::metrics::GLOBAL_SCOPE;
 use crate::policy::{LoadSource, Policy};
@@ -220,7 +220,7 @@ impl ControlLoop {
                         .standings
                         .keys()
                         .filter(|s| {
-                            verdict.observed.get(*s).is_some_and(|o| {
+                            verdict.observed.get(s).is_some_and(|o| {
                                 o.requests >= min_requests && model.is_novel(&o.features)
                             })
                         })
@@ -467,7 +467,7 @@ fn on_blocking_thread<T>(work: impl FnOnce() -> T) -> T {
 pub struct CycleOutcome {
     pub standings: HashMap<KeyHash, SubjectStanding>,
     pub scores: Vec<f64>,
-    pub observed: HashMap<KeyHash, SubjectFeatures>,
+    pub observed: ObservedSubjects,
     /// Scored subjects the model would extrapolate for (see [`crate::model::Model::is_novel`]).
     pub novel: Vec<KeyHash>,
     /// The flags that began this cycle, with why.

@@ -11,7 +11,7 @@ use super::CycleOutcome;
 use super::flags::{EndedFlag, FlagTracker, Scored};
 use super::model_slot::ModelSlot;
 use crate::clock::Micros;
-use crate::features::{FEATURE_COUNT, FEATURE_NAMES, SubjectFeatures};
+use crate::features::{FEATURE_COUNT, FEATURE_NAMES, ObservedSubjects, SubjectFeatures};
 use crate::limit::KeyHash;
 use crate::metrics::Metrics;
 use crate::model::Model;
@@ -129,7 +129,7 @@ pub(super) fn decide_with(
         .collect();
     let scored: Vec<Scored> = scored.into_iter().map(|(s, _)| s).collect();
     let standings = judge.judge(now, &scored, threshold, anomaly.hold, allowlisted);
-    let observed: hashbrown::HashMap<KeyHash, SubjectFeatures> = totals.into_iter().collect();
+    let observed = ObservedSubjects::new(totals);
     let begun = match &model {
         Some(model) => judge
             .begun()
@@ -171,7 +171,7 @@ impl NovelSubjects {
             .filter(|s| !self.last.contains(*s))
             .collect();
         for subject in new.iter().take(NOVEL_LINES_PER_CYCLE) {
-            let Some(observed) = verdict.observed.get(*subject) else {
+            let Some(observed) = verdict.observed.get(subject) else {
                 continue;
             };
             let outside: Vec<&str> = model

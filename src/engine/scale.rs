@@ -6,7 +6,7 @@
 use super::Exemptions;
 use super::live_load::LiveLoad;
 use crate::clock::Micros;
-use crate::features::SubjectFeatures;
+use crate::features::{ObservedSubjects, SubjectFeatures};
 use crate::limit::KeyHash;
 use crate::policy::{PathPattern, Policy};
 use arc_swap::ArcSwap;
@@ -119,8 +119,8 @@ pub struct ScaleFactors {
     thresholds: ArcSwap<Thresholds>,
     standings: ArcSwap<HashMap<KeyHash, SubjectStanding>>,
     /// Features of the subjects active in the anomaly window (the admin view shows them),
-    /// sorted by subject: a slice costs no empty slots, and it is read only per admin call.
-    observed: ArcSwap<Box<[(KeyHash, SubjectFeatures)]>>,
+    /// sorted by subject: as the cycle computes them, with no empty slots; read per admin call.
+    observed: ArcSwap<ObservedSubjects>,
     /// Flags the admin API cleared and subjects it allowlisted; when flags began.
     exemptions: Exemptions,
 }
@@ -224,15 +224,11 @@ impl ScaleFactors {
     }
 
     pub fn observed(&self, subject: KeyHash) -> Option<SubjectFeatures> {
-        let observed = self.observed.load();
-        let at = observed.binary_search_by_key(&subject, |(s, _)| *s).ok()?;
-        Some(observed[at].1)
+        self.observed.load().get(&subject).copied()
     }
 
-    pub fn publish_observed(&self, observed: HashMap<KeyHash, SubjectFeatures>) {
-        let mut sorted: Box<[(KeyHash, SubjectFeatures)]> = observed.into_iter().collect();
-        sorted.sort_unstable_by_key(|(s, _)| *s);
-        self.observed.store(Arc::new(sorted));
+    pub fn publish_observed(&self, observed: ObservedSubjects) {
+        self.observed.store(Arc::new(observed));
     }
 }
 

@@ -8,11 +8,13 @@
 
 mod activity;
 mod lightest;
+mod observed;
 mod recorder;
 mod sketch;
 pub mod window;
 
 pub use activity::{Counters, LimitOutcome, Sketch, SubjectActivity, features_of};
+pub use observed::ObservedSubjects;
 pub use recorder::{NewActivity, Recorder};
 pub use window::ActivityWindow;
 

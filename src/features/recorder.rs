@@ -19,6 +19,15 @@ use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 
 const SHARDS: usize = 64;
 
+/// A subject's shard, by the top bits of its hash: each shard holds one stretch of the subjects'
+/// order, so a drain that sorts each shard's subjects returns them all in order (and the
+/// window, which keeps its rows in that order, reads the drained activity front to back).
+fn shard_of(subject: KeyHash) -> usize {
+    const SHARD_BITS: u32 = SHARDS.trailing_zeros();
+    const _: () = assert!(SHARDS == 1 << SHARD_BITS);
+    (subject.0 >> (u128::BITS - SHARD_BITS)) as usize
+}
+
 /// Distinct endpoint and address hashes kept per subject between two drains; more are
 /// dropped (a subject walking over this many paths per interval is already unmistakable).
 pub const MAX_DISTINCT_PER_INTERVAL: usize = 64;
@@ -58,8 +67,8 @@ struct Seen {
 }
 
 fn seen_key(subject: KeyHash) -> u64 {
-    // The high half: the low bits pick the shard, so they are alike within one.
-    (subject.0 >> 64) as u64
+    // The low half: the top bits pick the shard, so they are alike within one.
+    subject.0 as u64
 }
 
 pub struct Recorder {
@@ -67,6 +76,8 @@ pub struct Recorder {
     tracked: AtomicUsize,
     capacity: usize,
     dropped: AtomicU64,
+    /// Subjects the last drain returned.
+    last_drained: AtomicUsize,
 }
 
 impl Recorder {
@@ -76,6 +87,7 @@ impl Recorder {
             tracked: AtomicUsize::new(0),
             capacity,
             dropped: AtomicU64::new(0),
+            last_drained: AtomicUsize::new(0),
         }
     }
 
@@ -95,7 +107,7 @@ impl Recorder {
     /// Runs `f` on the subject's pending activity and the time of its previous request, if
     /// the subject is tracked or there is room for it.
     fn with_pending(&self, subject: KeyHash, f: impl FnOnce(&mut NewActivity, Option<Micros>)) {
-        let mut shard = self.shards[(subject.0 as usize) % SHARDS].lock();
+        let mut shard = self.shards[shard_of(subject)].lock();
         let shard = &mut *shard;
         let seen = shard.last_seen.get(&seen_key(subject)).map(|s| s.last);
         if let Some(pending) = shard.pending.get_mut(&subject) {
@@ -144,40 +156,61 @@ impl Recorder {
 
     /// Takes every subject's pending activity, and forgets subjects whose last request was
     /// before `forget_before`, then the lightest of a shard past nine tenths of its share of
-    /// the capacity, down to three quarters of it.
+    /// the capacity, down to three quarters of it. The subjects come in order.
     pub fn drain(&self, forget_before: Micros) -> Vec<(KeyHash, NewActivity)> {
         let share = self.capacity / SHARDS;
-        let mut drained = Vec::new();
+        // Room for as many as last time: growing a vector of 100,000 records copies them.
+        let last = self.last_drained.load(Ordering::Relaxed);
+        let mut drained = Vec::with_capacity(last.saturating_add(last / 8));
         for shard in self.shards.iter() {
-            let mut shard = shard.lock();
-            let shard = &mut *shard;
-            let pending = std::mem::take(&mut shard.pending);
-            for (subject, activity) in &pending {
-                let c = &activity.counters;
-                if c.requests > 0 {
-                    let seen = shard.last_seen.entry(seen_key(*subject)).or_insert(Seen {
-                        last: 0,
-                        requests: 0,
-                    });
-                    seen.last = seen.last.max(c.last);
-                    let requests = u32::try_from(c.requests).unwrap_or(u32::MAX);
-                    seen.requests = seen.requests.saturating_add(requests);
-                }
-            }
-            shard.last_seen.retain(|_, seen| seen.last >= forget_before);
-            if shard.last_seen.len() > share - share / 10 {
-                forget_lightest(&mut shard.last_seen, share - share / 4);
-            }
-            let forgotten = shard.tracked.saturating_sub(shard.last_seen.len());
-            shard.tracked = shard.last_seen.len();
-            self.tracked.fetch_sub(forgotten, Ordering::Relaxed);
+            let mut pending = self.take_pending(&mut shard.lock(), forget_before, share);
+            // The shard's stretch of the order, sorted outside its lock: its subjects sorted,
+            // then each record moved once (sorting the records would move each many times).
+            let mut subjects: Vec<KeyHash> = pending
+                .iter()
+                .filter(|(_, a)| a.counters.requests > 0 || a.counters.reports > 0)
+                .map(|(subject, _)| *subject)
+                .collect();
+            subjects.sort_unstable();
             drained.extend(
-                pending
+                subjects
                     .into_iter()
-                    .filter(|(_, a)| a.counters.requests > 0 || a.counters.reports > 0),
+                    .filter_map(|subject| Some((subject, pending.remove(&subject)?))),
             );
         }
+        self.last_drained.store(drained.len(), Ordering::Relaxed);
         drained
+    }
+
+    /// A shard's pending activity, after noting each subject's last request and forgetting
+    /// the idle and, past nine tenths of `share`, the lightest.
+    fn take_pending(
+        &self,
+        shard: &mut Shard,
+        forget_before: Micros,
+        share: usize,
+    ) -> HashMap<KeyHash, NewActivity> {
+        let pending = std::mem::take(&mut shard.pending);
+        for (subject, activity) in &pending {
+            let c = &activity.counters;
+            if c.requests > 0 {
+                let seen = shard.last_seen.entry(seen_key(*subject)).or_insert(Seen {
+                    last: 0,
+                    requests: 0,
+                });
+                seen.last = seen.last.max(c.last);
+                let requests = u32::try_from(c.requests).unwrap_or(u32::MAX);
+                seen.requests = seen.requests.saturating_add(requests);
+            }
+        }
+        shard.last_seen.retain(|_, seen| seen.last >= forget_before);
+        if shard.last_seen.len() > share - share / 10 {
+            forget_lightest(&mut shard.last_seen, share - share / 4);
+        }
+        let forgotten = shard.tracked.saturating_sub(shard.last_seen.len());
+        shard.tracked = shard.last_seen.len();
+        self.tracked.fetch_sub(forgotten, Ordering::Relaxed);
+        pending
     }
 }
 
@@ -195,8 +228,34 @@ mod tests {
     use super::*;
 
     fn subject(n: u64) -> KeyHash {
-        // Distinct high halves (the key of `last_seen`), all in shard 0.
-        KeyHash((u128::from(n) << 64) | (SHARDS as u128))
+        // Distinct low halves (the key of `last_seen`), all in shard 0.
+        KeyHash(u128::from(n))
+    }
+
+    #[test]
+    fn a_drain_returns_every_active_subject_once_in_subject_order() {
+        let recorder = Recorder::new(10_000);
+        // Spread over every shard, as keyed hashes are; each subject twice.
+        let subjects: Vec<KeyHash> = (1..=2_000u128)
+            .map(|n| KeyHash(n.wrapping_mul(0x9E37_79B9_7F4A_7C15_F39C_C060_5CED_C835)))
+            .collect();
+        for round in 0..2 {
+            for &subject in &subjects {
+                recorder.record_request(subject, round, 0, None, LimitOutcome::default());
+            }
+        }
+        recorder.record_status(KeyHash(7), 5, 404);
+        let drained = recorder.drain(0);
+        let mut expected = subjects.clone();
+        expected.push(KeyHash(7));
+        expected.sort_unstable();
+        let order: Vec<KeyHash> = drained.iter().map(|(s, _)| *s).collect();
+        assert_eq!(order, expected);
+        assert!(
+            drained
+                .iter()
+                .all(|(s, a)| a.counters.requests == 2 || *s == KeyHash(7))
+        );
     }
 
     #[test]

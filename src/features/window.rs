@@ -173,18 +173,31 @@ impl ActivityWindow {
     ///
     /// The pending subjects are visited in subject order, each found by galloping forward from
     /// the previous one's place: a binary search over all rows per subject misses the cache
-    /// at nearly every step once the rows outgrow it, and cost most of a control cycle.
+    /// at nearly every step once the rows outgrow it, and cost most of a control cycle. A
+    /// recorder's drain is in that order already; other activity is visited through a sorted
+    /// index.
     pub fn add_all_to_bucket(&mut self, bucket: u64, pending: &[(KeyHash, NewActivity)]) {
+        if pending.is_sorted_by_key(|(subject, _)| *subject) {
+            return self.add_in_order(bucket, pending.iter().map(|(s, a)| (*s, a)));
+        }
         let mut visit: Vec<(KeyHash, usize)> = pending
             .iter()
             .enumerate()
             .map(|(at, (subject, _))| (*subject, at))
             .collect();
         visit.sort_unstable();
+        self.add_in_order(bucket, visit.iter().map(|&(s, at)| (s, &pending[at].1)));
+    }
+
+    /// [`Self::add_all_to_bucket`] for activity that comes in subject order.
+    fn add_in_order<'a>(
+        &mut self,
+        bucket: u64,
+        in_order: impl Iterator<Item = (KeyHash, &'a NewActivity)>,
+    ) {
         let mut fresh: Vec<Row> = Vec::new();
         let mut cursor = 0;
-        for (subject, at) in visit {
-            let activity = &pending[at].1;
+        for (subject, activity) in in_order {
             let target = (subject, bucket);
             cursor += gallop(&self.rows[cursor..], target);
             match self.rows.get_mut(cursor) {
@@ -403,8 +416,9 @@ mod tests {
 
     proptest! {
         /// Whatever the order of subjects and buckets (the fleet's leader adds flushes in any
-        /// order, a subject may come twice in one call) and of expiries, each subject's total
-        /// over the window is the plain sum of what was added to its buckets still inside it.
+        /// order, a subject may come twice in one call; a recorder's drain comes sorted) and of
+        /// expiries, each subject's total over the window is the plain sum of what was added to
+        /// its buckets still inside it.
         #[test]
         fn totals_match_a_plain_sum_per_bucket(
             calls in proptest::collection::vec(
@@ -413,17 +427,22 @@ mod tests {
             ),
             now_bucket in 6u64..14,
             expire_after in proptest::collection::vec(any::<bool>(), 25),
+            sorted in any::<bool>(),
         ) {
             let mut window = ActivityWindow::new(Duration::from_secs(60));
             let mut reference: BTreeMap<(u128, u64), u64> = BTreeMap::new();
             let now = now_bucket * window.bucket_len();
             for ((bucket, subjects), expire) in calls.iter().zip(expire_after) {
+                let mut subjects = subjects.clone();
+                if sorted {
+                    subjects.sort_unstable();
+                }
                 let pending: Vec<_> = subjects
                     .iter()
                     .map(|&s| (KeyHash(s), one_request(0.5)))
                     .collect();
                 window.add_all_to_bucket(*bucket, &pending);
-                for &s in subjects {
+                for &s in &subjects {
                     *reference.entry((s, *bucket)).or_default() += 1;
                 }
                 if expire {
