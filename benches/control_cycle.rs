@@ -1,7 +1,7 @@
 //! One control cycle with 100,000 active subjects on the embedded store: drain the recorder,
 //! update the window, compute features, score with the shipped model, judge, publish.
-//! Issues 5 and 13 set its goal: under 100 ms. The reference in the same run is a plain pass that sums the
-//! same number of subjects' counters in a HashMap (the least any cycle must do).
+//! Issues 5 and 13 set its goal: under 100 ms. The reference in the same run is a plain pass
+//! that sums the same number of subjects' counters in a HashMap (the least any cycle must do).
 
 use criterion::{Criterion, criterion_group, criterion_main};
 use ratewarden::clock::{Clock, ManualClock};

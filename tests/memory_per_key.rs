@@ -169,7 +169,8 @@ fn feature_memory_per_subject() {
         for s in 0..SUBJECTS {
             for i in 0..3 {
                 recorder.record_request(
-                    KeyHash(u128::from(s) << 20),
+                    // Spread over all 128 bits, as keyed hashes are (the recorder shards by the top ones).
+                    KeyHash(u128::from(s).wrapping_mul(0x9E37_79B9_7F4A_7C15_F39C_C060_5CED_C835)),
                     now + i,
                     s * 3 + i,
                     Some(s + i % 2),

@@ -93,21 +93,28 @@ fn an_id_no_request_can_carry_is_skipped_with_a_warning() {
     );
 }
 
+#[cfg(unix)]
 #[test]
 fn a_terminal_on_stdin_is_told_what_is_awaited() {
     use std::os::fd::{FromRawFd, OwnedFd};
     let (mut leader, follower) = {
         let (mut leader, mut follower) = (0, 0);
+        // SAFETY: two valid out-pointers; no name, settings or size asked for.
         let opened = unsafe {
             libc::openpty(
                 &mut leader,
                 &mut follower,
                 std::ptr::null_mut(),
-                std::ptr::null(),
-                std::ptr::null(),
+                std::ptr::null_mut(),
+                std::ptr::null_mut(),
             )
         };
         assert_eq!(opened, 0, "openpty: {}", std::io::Error::last_os_error());
+        for fd in [leader, follower] {
+            // SAFETY: a descriptor just opened; only its close-on-exec flag is set, so a
+            // process another test spawns meanwhile does not inherit the terminal.
+            unsafe { libc::fcntl(fd, libc::F_SETFD, libc::FD_CLOEXEC) };
+        }
         // SAFETY: openpty returned two fresh descriptors that nothing else owns.
         unsafe {
             (

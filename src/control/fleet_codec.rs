@@ -186,11 +186,15 @@ pub fn encode_standings(
         .iter()
         .map(|(subject, observed)| wire_of(*subject, observed))
         .chain(
+            // Only a held flag has a standing without features (every scored subject was
+            // observed), so only held ones are searched for.
             verdict
                 .standings
-                .keys()
-                .filter(|subject| !verdict.observed.contains_key(subject))
-                .map(|subject| wire_of(*subject, &unobserved)),
+                .iter()
+                .filter(|(subject, standing)| {
+                    standing.held_until > 0 && !verdict.observed.contains_key(subject)
+                })
+                .map(|(subject, _)| wire_of(*subject, &unobserved)),
         )
         .collect();
     encode(&wire)

@@ -217,14 +217,14 @@ impl ControlLoop {
                 let min_requests = policy.adaptive.anomaly.min_requests.get();
                 verdict.novel = on_blocking_thread(|| {
                     verdict
-                        .standings
-                        .keys()
-                        .filter(|s| {
-                            verdict.observed.get(s).is_some_and(|o| {
-                                o.requests >= min_requests && model.is_novel(&o.features)
-                            })
+                        .observed
+                        .iter()
+                        .filter(|(s, o)| {
+                            o.requests >= min_requests
+                                && verdict.standings.contains_key(*s)
+                                && model.is_novel(&o.features)
                         })
-                        .copied()
+                        .map(|(s, _)| *s)
                         .collect()
                 });
             }
