@@ -13,6 +13,14 @@ pub const BAD: &[(&str, &[&str])] = &[
         ],
     ),
     (
+        "limit_name_too_long",
+        &["tiers.free.limits[0].name: is 65 characters long; a name has at most 64"],
+    ),
+    (
+        "interval_below_100ms",
+        &["adaptive.interval: must be at least 100ms"],
+    ),
+    (
         "negative_requests",
         &["tiers.free.limits[1].requests: must be at least 1"],
     ),

@@ -13,14 +13,26 @@ use std::num::NonZeroU64;
 use std::path::Path;
 use std::time::Duration;
 
+/// The shortest control-loop period: CPU load measured over less is noise (sysinfo needs
+/// about 200 ms between samples), a cycle over many subjects takes tens of milliseconds, and
+/// a Prometheus query gets at most half the period.
+const MIN_INTERVAL: Duration = Duration::from_millis(100);
+
 pub(super) fn adaptive(e: &mut Errors, base_dir: &Path, raw: RawAdaptive) -> Adaptive {
     e.unknown_keys("adaptive", &raw.unknown, &["interval", "load", "anomaly"]);
-    let interval = e.duration(
+    let mut interval = e.duration(
         "adaptive.interval",
         &raw.interval,
         Duration::from_secs(1),
         false,
     );
+    if interval < MIN_INTERVAL {
+        e.push(
+            "adaptive.interval",
+            format!("must be at least {}ms", MIN_INTERVAL.as_millis()),
+        );
+        interval = MIN_INTERVAL;
+    }
     Adaptive {
         interval,
         load: load(e, raw.load.unwrap_or_default(), interval),

@@ -26,6 +26,10 @@ const LIMIT_KEYS: &[&str] = &[
     "adaptive",
 ];
 
+/// The longest tier or limit name: names are repeated in every store key, response header and
+/// metric series of the limit, so a pasted paragraph must not become one.
+const MAX_NAME_CHARS: usize = 64;
+
 /// Tier and limit names become parts of store keys and header values: letters, digits, `_`,
 /// `-` and `.` only, so no two limits can ever share a key (`:` and `#` separate key parts).
 pub(super) fn plain_name(e: &mut Errors, path: &str, name: &str) -> bool {
@@ -37,8 +41,19 @@ pub(super) fn plain_name(e: &mut Errors, path: &str, name: &str) -> bool {
             path,
             format!("\"{name}\" may contain only ASCII letters, digits, '_', '-' and '.'"),
         );
+        return false;
     }
-    plain
+    if name.len() > MAX_NAME_CHARS {
+        e.push(
+            path,
+            format!(
+                "is {} characters long; a name has at most {MAX_NAME_CHARS}",
+                name.len()
+            ),
+        );
+        return false;
+    }
+    true
 }
 
 pub(super) fn compile_tier(e: &mut Errors, name: &str, raw: &RawTier) -> Tier {
