@@ -144,8 +144,22 @@ impl FleetControl {
         if self.window.is_none() {
             // Take over the flags (and their hold) of the previous leader, then read the whole
             // window once.
-            let _ = self.adopt(judge, hold, failure).await;
-            tracing::info!("control loop: this daemon now scores for the fleet");
+            let took_over = self.adopt(judge, hold, failure).await.is_some();
+            let flags = judge.flags().len();
+            if took_over {
+                tracing::info!(
+                    flags,
+                    "control loop: this daemon now scores for the fleet, from the last standings"
+                );
+            } else {
+                // Standings live lease + hold: after a longer gap without a leader, flags this
+                // daemon never adopted lapsed with them, and no line tells their end.
+                tracing::info!(
+                    flags,
+                    "control loop: this daemon now scores for the fleet; no standings to take \
+                     over (none yet, or expired after a gap without a leader)"
+                );
+            }
         }
         if self
             .window
