@@ -265,10 +265,18 @@ impl Reloader {
                                 watches.model = None;
                                 self.follow(&mut watches, &tx);
                             }
-                            match (policy, model) {
-                                (true, _) => Some(POLICY_CHANGE),
-                                (false, true) => Some(MODEL_CHANGE),
-                                (false, false) => continue,
+                            let envoy_moved = watches.envoy_folder_moved();
+                            if envoy_moved {
+                                self.follow(&mut watches, &tx);
+                            }
+                            // A folder gone mid-deploy is read once it is back: refusing the
+                            // policy for it meanwhile would only log an error.
+                            let envoy_back = envoy_moved && watches.envoy_folder.is_some();
+                            match (policy, envoy_back, model) {
+                                (true, _, _) => Some(POLICY_CHANGE),
+                                (false, true, _) => Some(ENVOY_CHANGE),
+                                (false, false, true) => Some(MODEL_CHANGE),
+                                (false, false, false) => continue,
                             }
                         }
                     }
@@ -387,6 +395,7 @@ impl Reloader {
             .as_ref()
             .map(|envoy| envoy.dir.clone());
         if envoy != watches.envoy {
+            watches.envoy_folder = envoy.as_deref().and_then(stamps::folder_identity);
             watches.envoy_watcher = envoy
                 .as_deref()
                 .and_then(|dir| watch::envoy_folder(dir, tx.clone()));
@@ -403,6 +412,8 @@ struct Watches {
     model_watcher: Option<notify::RecommendedWatcher>,
     envoy: Option<PathBuf>,
     envoy_watcher: Option<notify::RecommendedWatcher>,
+    /// The envoy folder the watch is on (device, inode); `None` when it was missing.
+    envoy_folder: Option<(u64, u64)>,
     model_folder_missing: bool,
 }
 
@@ -420,6 +431,9 @@ const MODEL: watch::Signals = watch::Signals {
     writing: "model being written",
 };
 const POLICY_CHANGE: &str = POLICY.written;
+/// A YAML file of the envoy folder changed, or another folder is behind its path: the policy
+/// reloads with it.
+const ENVOY_CHANGE: &str = "envoy config change";
 const POLICY_ATTRIBUTES: &str = POLICY.attributes;
 const MODEL_CHANGE: &str = MODEL.written;
 const MODEL_ATTRIBUTES: &str = MODEL.attributes;
@@ -434,6 +448,20 @@ impl Watches {
     /// since, during a reload, is still picked up.
     fn awaiting_model_folder(&self) -> bool {
         self.model_folder_missing
+    }
+
+    /// Whether another envoy folder is behind its path than the one watched (a release folder
+    /// renamed in, its symlink swapped), or the watched one went: no event on the watched
+    /// folder tells. Forgets the path then, so `follow` watches what is there now.
+    fn envoy_folder_moved(&mut self) -> bool {
+        let Some(dir) = self.envoy.as_deref() else {
+            return false;
+        };
+        if stamps::folder_identity(dir) == self.envoy_folder {
+            return false;
+        }
+        self.envoy = None;
+        true
     }
 }
 

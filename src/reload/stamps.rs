@@ -57,6 +57,12 @@ impl Identity {
     }
 }
 
+/// A folder's device and inode, through symlinks: another folder renamed or linked to its
+/// path has others (the envoy folder's watch is on the folder that was there).
+pub(super) fn folder_identity(path: &Path) -> Option<(u64, u64)> {
+    Identity::of(path).map(|id| (id.device, id.inode))
+}
+
 /// One watched file's identities: at the last poll, and when it was last read.
 #[derive(Debug)]
 pub(super) struct Stamp {

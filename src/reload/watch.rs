@@ -107,10 +107,10 @@ pub(super) fn envoy_folder(
                     .is_some_and(|name| yaml_links_through(&folder, name))
         });
         if ours {
-            let _ = tx.try_send("envoy config change");
+            let _ = tx.try_send(super::ENVOY_CHANGE);
         }
     });
-    watch_folder(watcher, dir, "envoy config change")
+    watch_folder(watcher, dir, super::ENVOY_CHANGE)
 }
 
 /// What an event tells of a file.

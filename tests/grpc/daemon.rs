@@ -65,14 +65,7 @@ async fn envoy_config_reloads_with_the_policy_and_a_bad_file_keeps_the_old() {
     assert_eq!(limit_of(addr).await, Some(5));
 
     limit_file(envoy.path(), "7");
-    let deadline = Instant::now() + Duration::from_secs(10);
-    while limit_of(addr).await != Some(7) {
-        assert!(
-            Instant::now() < deadline,
-            "the new envoy file was not loaded"
-        );
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    }
+    wait_for_limit(addr, 7, "the new envoy file was not loaded").await;
 
     limit_file(envoy.path(), "many");
     daemon.wait_for(
@@ -134,6 +127,43 @@ fn a_bad_envoy_config_folder_on_the_command_line_is_blamed_as_such() {
     }
 }
 
+/// Waits until the gRPC service answers with `requests` for the edge limit.
+async fn wait_for_limit(addr: SocketAddr, requests: u32, what: &str) {
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while limit_of(addr).await != Some(requests) {
+        assert!(Instant::now() < deadline, "{what}");
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+}
+
+/// A release folder renamed over the envoy folder (`mv envoy envoy.old; mv envoy.new envoy`):
+/// the watch was on the old folder, which sees nothing; the poll finds the new one, and the
+/// watch moves to it, so an edit there reloads too.
+#[cfg(unix)]
+#[tokio::test]
+async fn a_release_folder_renamed_over_the_envoy_folder_is_loaded_and_watched() {
+    let parent = tempfile::tempdir().unwrap();
+    let envoy = parent.path().join("envoy");
+    std::fs::create_dir(&envoy).unwrap();
+    limit_file(&envoy, "5");
+    let (daemon, addr, _policy_dir) = start_daemon(&envoy);
+    assert_eq!(limit_of(addr).await, Some(5));
+
+    let release = parent.path().join("envoy.new");
+    std::fs::create_dir(&release).unwrap();
+    limit_file(&release, "7");
+    std::fs::rename(&envoy, parent.path().join("envoy.old")).unwrap();
+    std::fs::rename(&release, &envoy).unwrap();
+    wait_for_limit(addr, 7, "the folder renamed in was not loaded").await;
+
+    limit_file(&envoy, "9");
+    wait_for_limit(addr, 9, "an edit in the folder renamed in was not loaded").await;
+    let status = tokio::task::spawn_blocking(move || daemon.stop(Duration::from_secs(10)))
+        .await
+        .unwrap();
+    assert!(status.success(), "{status:?}");
+}
+
 /// A ConfigMap volume for the envoy folder: `edge.yaml` links to `..data/edge.yaml`, and an
 /// update swaps the `..data` link to a new folder.
 #[cfg(unix)]
@@ -154,14 +184,7 @@ async fn a_configmap_update_swapping_the_data_link_reloads_the_envoy_folder() {
     version("..v2", "7");
     std::os::unix::fs::symlink("..v2", envoy.path().join("..data_tmp")).unwrap();
     std::fs::rename(envoy.path().join("..data_tmp"), envoy.path().join("..data")).unwrap();
-    let deadline = Instant::now() + Duration::from_secs(10);
-    while limit_of(addr).await != Some(7) {
-        assert!(
-            Instant::now() < deadline,
-            "the swapped envoy folder was not loaded"
-        );
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    }
+    wait_for_limit(addr, 7, "the swapped envoy folder was not loaded").await;
     let status = tokio::task::spawn_blocking(move || daemon.stop(Duration::from_secs(10)))
         .await
         .unwrap();
