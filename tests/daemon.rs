@@ -166,6 +166,9 @@ fn a_reload_says_what_it_changes_and_on_error_applies_at_once() {
     let set = r#"{"anomaly_threshold": 0.6, "load_factor_override": 0.5}"#;
     let (status, _, body) = daemon.request("PUT", "/v1/admin/thresholds", &[auth, json], set);
     assert_eq!(status, 200, "{body}");
+    // The same values again: audited, but not as a change.
+    let (status, _, body) = daemon.request("PUT", "/v1/admin/thresholds", &[auth, json], set);
+    assert_eq!(status, 200, "{body}");
     let guess = ("Authorization", "Bearer admin2");
     let (status, _, _) = daemon.request("PUT", "/v1/admin/thresholds", &[guess, json], set);
     assert_eq!(status, 401);
@@ -193,6 +196,8 @@ fn a_reload_says_what_it_changes_and_on_error_applies_at_once() {
         "WARN ratewarden::daemon: the admin token is under 16 bytes: whoever reaches the HTTP \
          port may guess it; use a random one (openssl rand -hex 32)",
         "INFO audit: admin changed the thresholds action=\"set_thresholds\" anomaly_threshold=",
+        "INFO audit: admin set the thresholds to the values they had: nothing changed \
+         action=\"set_thresholds\" anomaly_threshold=0.6",
         "WARN audit: admin request refused: wrong admin token method=PUT \
          path=\"/v1/admin/thresholds\"",
         "WARN audit: admin request refused: wrong admin token method=GET \

@@ -78,7 +78,9 @@ impl BegunFlag {
 /// Logs a flag that ended by itself (the subject by its keyed hash), so an analyst who saw it
 /// begin sees when and why the subject's limits were whole again.
 pub fn announce_ended(flag: &EndedFlag, now: Micros) {
-    let lasted = now.saturating_sub(flag.since) / 1_000_000;
+    // To the nearest second: cycles start a few microseconds either side of whole seconds, and
+    // a 20 s hold ended at the cycle 21 s in must not read "20 s".
+    let lasted = now.saturating_sub(flag.since).saturating_add(500_000) / 1_000_000;
     let why = match flag.score {
         None => "its hold is over and it was not scored since (too few requests)".to_owned(),
         Some(score) if flag.novel => format!(
@@ -181,10 +183,17 @@ impl NovelSubjects {
                 .filter(|c| c.outside_training_range)
                 .map(|c| c.feature)
                 .collect();
+            // With the second signal the score counts: saying it flags nothing would read as a
+            // void flag to an analyst who sees the flag's own line next to this one.
+            let counts = if model.assess(observed).score_counts() {
+                "its score counts: its limits agree (the second signal)"
+            } else {
+                "its score alone flags nothing"
+            };
             tracing::info!(
                 subject = %subject,
                 model = %model.version(),
-                "subject novel: outside the model's training range in {}; its score alone flags nothing",
+                "subject novel: outside the model's training range in {}; {counts}",
                 outside.join(", ")
             );
         }

@@ -222,6 +222,10 @@ fn regularity(c: &Counters) -> f64 {
     let variance = ((c.gap_sum_sq - longest * longest) / n - mean * mean).max(0.0);
     if mean > 0.0 && variance.is_finite() {
         (variance.sqrt() / mean).min(MAX_CV)
+    } else if mean == 0.0 {
+        // Every gap but the longest is 0: requests at one instant (a batch, or a log that
+        // keeps whole seconds) are bursts, not a metronome.
+        MAX_CV
     } else {
         0.0
     }
@@ -291,6 +295,20 @@ mod tests {
         // A second pause is a gap like any other: the rhythm reads as no steadier than random.
         c.record_request(3_000_000_000, Some(1_160_000_000), LimitOutcome::default());
         assert_eq!(features_of(&c, 1, 1).interarrival_cv, MAX_CV);
+        // Runs at one instant (a batch, whole-second log lines) are bursts, not a metronome.
+        let mut bursts = Counters::default();
+        for round in 0..3u64 {
+            let at = round * 10_000_000;
+            bursts.record_request(
+                at,
+                (round > 0).then_some(10_000_000),
+                LimitOutcome::default(),
+            );
+            for _ in 0..20 {
+                bursts.record_request(at, Some(0), LimitOutcome::default());
+            }
+        }
+        assert_eq!(features_of(&bursts, 1, 1).interarrival_cv, MAX_CV);
         // Two gaps are too few to call anything regular once the longest is left out.
         let mut two = Counters::default();
         two.record_request(0, Some(1_000_000), LimitOutcome::default());
