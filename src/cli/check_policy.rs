@@ -35,7 +35,7 @@ pub fn check(file: &Path) -> (Vec<String>, bool) {
                     plural(policy.tiers.len(), "tier", "tiers"),
                     plural(policy.endpoints.len(), "endpoint rule", "endpoint rules")
                 );
-                let mut warnings = policy.adaptive.load.inverted_factors();
+                let mut warnings = policy.warnings();
                 warnings.extend(model_warning);
                 (summary, warnings)
             })

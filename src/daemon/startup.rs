@@ -50,7 +50,7 @@ pub(super) fn log(policy: &Policy, model: &ModelSlot, load: (String, f64), admin
     };
     let (load_source, load_factor) = load;
     let load = &policy.adaptive.load;
-    for warning in load.inverted_factors() {
+    for warning in policy.warnings() {
         tracing::warn!("{warning}");
     }
     tracing::info!(

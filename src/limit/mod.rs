@@ -38,6 +38,32 @@ impl Limit {
         micros(self.window).max(1)
     }
 
+    /// For a bucket (`token_bucket`, `gcra`) whose refill interval, counted in whole
+    /// microseconds and rounded up so it is never faster than written, runs more than 1 %
+    /// slower than written (3,000,000 a second runs at 1,000,000): what it runs at.
+    pub fn coarse_refill(&self) -> Option<String> {
+        if !self.algorithm.reports_burst() {
+            return None;
+        }
+        let window = micros(self.window).max(1);
+        let requests = self.requests.get();
+        let exact = window as f64 / requests as f64;
+        let counted = window.div_ceil(requests).max(1);
+        (counted as f64 > exact * 1.01).then(|| {
+            format!(
+                "{}: {} per {:?} is a token every {exact:.3} µs, and {} counts whole \
+                 microseconds: every {counted} µs, {:.0} a second instead of {:.0} \
+                 (sliding_window and fixed_window count exactly)",
+                self.label,
+                self.requests,
+                self.window,
+                self.algorithm.name(),
+                1e6 / counted as f64,
+                1e6 / exact,
+            )
+        })
+    }
+
     /// The effective rate at `scale`: floor(requests × scale), floor(burst × scale).
     pub fn rate(&self, scale: f64) -> Rate {
         Rate {

@@ -120,6 +120,23 @@ pub struct LoadSettings {
     pub factor_override: Option<f64>,
 }
 
+impl Policy {
+    /// What the policy format allows but rarely means: inverted load factors, and bucket
+    /// limits too fast for whole microseconds ([`Limit::coarse_refill`]). Logged at start-up
+    /// and at each reload, printed by `check-policy` after `ok`.
+    pub fn warnings(&self) -> Vec<String> {
+        let mut warnings = self.adaptive.load.inverted_factors();
+        let limits = self.tiers.iter().flat_map(|tier| &tier.limits).chain(
+            self.endpoints
+                .iter()
+                .chain([&self.default_endpoint])
+                .flat_map(|rule| &rule.limits),
+        );
+        warnings.extend(limits.filter_map(Limit::coarse_refill));
+        warnings
+    }
+}
+
 impl LoadSettings {
     /// What is odd about the load factors, when something is: a `high_factor` above 1 grows
     /// limits under load, a `low_factor` below 1 shrinks them on an idle machine (and with

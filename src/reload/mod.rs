@@ -195,7 +195,7 @@ impl Reloader {
                 self.engine.metrics().policy_file_refused.set(0);
                 let old = self.engine.policy();
                 changes::log_store_changes(&old.store, &rules.policy.store);
-                for warning in rules.policy.adaptive.load.inverted_factors() {
+                for warning in rules.policy.warnings() {
                     tracing::warn!("{warning}");
                 }
                 if !matches!(self.engine.store(), Backend::Memory(_)) {

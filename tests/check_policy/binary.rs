@@ -61,6 +61,18 @@ fn binary_accepts_the_valid_fixtures() {
         ("minimal", &["ok (1 tier, 0 endpoint rules)"][..]),
         ("prefix_endpoints", &["ok (1 tier, 4 endpoint rules)"]),
         (
+            "buckets_faster_than_whole_microseconds",
+            &[
+                "ok (1 tier, 0 endpoint rules)",
+                "warning: tier:free/fast: 3000000 per 1s is a token every 0.333 µs, and gcra \
+                 counts whole microseconds: every 1 µs, 1000000 a second instead of 3000000 \
+                 (sliding_window and fixed_window count exactly)",
+                "warning: tier:free/odd: 70000 per 1s is a token every 14.286 µs, and \
+                 token_bucket counts whole microseconds: every 15 µs, 66667 a second instead of \
+                 70000 (sliding_window and fixed_window count exactly)",
+            ],
+        ),
+        (
             "range_edges",
             &[
                 "ok (1 tier, 0 endpoint rules)",

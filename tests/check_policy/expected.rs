@@ -371,6 +371,7 @@ pub const MANY_ERRORS: &[&str] = &[
 ];
 
 pub const VALID: &[&str] = &[
+    "buckets_faster_than_whole_microseconds",
     "byte_order_mark",
     "minimal",
     "prefix_endpoints",
