@@ -13,6 +13,13 @@ pub const BAD: &[(&str, &[&str])] = &[
         ],
     ),
     (
+        "limit_named_none",
+        &[
+            "tiers.free.limits[0].name: \"none\" is reserved: metrics label decisions no \
+             limit applied to rule=\"none\"",
+        ],
+    ),
+    (
         "limit_name_too_long",
         &["tiers.free.limits[0].name: is 65 characters long; a name has at most 64"],
     ),

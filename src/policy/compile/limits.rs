@@ -16,6 +16,9 @@ use std::collections::HashSet;
 use std::num::NonZeroU64;
 use std::time::Duration;
 
+/// The `rule` label of a decision no enforced limit applied to.
+const NO_LIMIT: &str = "none";
+
 const LIMIT_KEYS: &[&str] = &[
     "name",
     "algorithm",
@@ -262,7 +265,17 @@ fn limit(
     let name = e
         .required(&at("name"), &raw.name)
         .and_then(|v| e.string(&at("name"), v))
-        .filter(|n| plain_name(e, &at("name"), n));
+        .filter(|n| plain_name(e, &at("name"), n))
+        .filter(|n| {
+            let reserved = n == NO_LIMIT;
+            if reserved {
+                e.push(
+                    &at("name"),
+                    "\"none\" is reserved: metrics label decisions no limit applied to rule=\"none\"",
+                );
+            }
+            !reserved
+        });
     let algorithm = e
         .required(&at("algorithm"), &raw.algorithm)
         .and_then(|v| match v {
