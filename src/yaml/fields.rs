@@ -47,10 +47,14 @@ impl Errors {
 
     pub fn unknown_keys(&mut self, path: &str, unknown: &Unknown, known: &[&str]) {
         for key in unknown.keys() {
-            self.push(
-                &join(path, key),
-                format!("unknown key (expected one of {})", known.join(", ")),
-            );
+            let problem = if key == "<<" {
+                // What an anchor's map was merged in with: the keys it would bring are then
+                // reported missing too, so say why.
+                "YAML merge keys (<<) are not supported: write the keys out".to_owned()
+            } else {
+                format!("unknown key (expected one of {})", known.join(", "))
+            };
+            self.push(&join(path, key), problem);
         }
     }
 

@@ -13,6 +13,10 @@ pub const BAD: &[(&str, &[&str])] = &[
         ],
     ),
     (
+        "yaml_merge_key",
+        &["tiers.free.limits[1].<<: YAML merge keys (<<) are not supported: write the keys out"],
+    ),
+    (
         "limit_named_none",
         &[
             "tiers.free.limits[0].name: \"none\" is reserved: metrics label decisions no \
